@@ -1,0 +1,77 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { AppError, type ErrorCode } from '../../shared/errors.ts';
+
+type Mapped = { status: number; code: ErrorCode | string; message: string; headers?: Record<string, string> };
+
+/** Fastify's own errors that are the client's fault, mapped to the spec's codes. */
+const fastifyCodes: Record<string, Omit<Mapped, 'message'> & { message?: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'payload_too_large', message: 'Request body is too large.' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'unsupported_media_type', message: 'Send application/json.' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'validation_error' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'validation_error', message: 'Request body is empty.' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'validation_error', message: 'Request body is not valid JSON.' },
+};
+
+function describeValidation(err: FastifyError): string {
+  const issues = (err.validation ?? []).slice(0, 5).map((v) => {
+    const where = [err.validationContext, v.instancePath?.replace(/^\//, '').replaceAll('/', '.')]
+      .filter(Boolean)
+      .join('.');
+    return `${where || 'request'}: ${v.message ?? 'is invalid'}`;
+  });
+  return issues.length ? issues.join('; ') : 'Request failed validation.';
+}
+
+export function mapError(err: unknown): Mapped & { internal: boolean } {
+  if (err instanceof AppError) {
+    return { status: err.status, code: err.code, message: err.message, headers: err.headers, internal: err.status >= 500 };
+  }
+  const fe = err as FastifyError;
+  if (hasZodFastifySchemaValidationErrors(fe)) {
+    return { status: 400, code: 'validation_error', message: describeValidation(fe), internal: false };
+  }
+  if (isResponseSerializationError(fe)) {
+    return { status: 500, code: 'internal_error', message: 'Internal server error.', internal: true };
+  }
+  const known = fe?.code ? fastifyCodes[fe.code] : undefined;
+  if (known) return { ...known, message: known.message ?? fe.message, internal: false };
+  if (err instanceof SyntaxError && (fe.statusCode === 400 || (fe as { status?: number }).status === 400)) {
+    return { status: 400, code: 'validation_error', message: 'Request body is not valid JSON.', internal: false };
+  }
+  const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    const code: ErrorCode =
+      status === 404 ? 'not_found' : status === 405 ? 'method_not_allowed' : status === 429 ? 'rate_limited'
+        : status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type'
+          : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : 'validation_error';
+    return { status, code, message: fe.message, internal: false };
+  }
+  return { status: 500, code: 'internal_error', message: 'Internal server error.', internal: true };
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, mapped: Mapped) {
+  if (mapped.headers) reply.headers(mapped.headers);
+  return reply
+    .code(mapped.status)
+    .type('application/json; charset=utf-8')
+    .send({ error: { code: mapped.code, message: mapped.message, requestId: request.id } });
+}
+
+/** The one error handler: every failure leaves in the `{ error: { code, message, requestId } }` envelope. */
+export const errorsPlugin = fp(async (app: FastifyInstance) => {
+  app.setErrorHandler((err, request, reply) => {
+    const mapped = mapError(err);
+    if (mapped.internal) request.log.error({ err }, 'request failed');
+    else request.log.info({ code: mapped.code, status: mapped.status }, mapped.message);
+    return sendError(request, reply, mapped);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, {
+      status: 404,
+      code: 'not_found',
+      message: `No route ${request.method} ${request.url.split('?')[0]}.`,
+    }),
+  );
+});

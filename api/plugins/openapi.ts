@@ -1,0 +1,38 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+
+export const API_DOCUMENT_VERSION = '0.1.5';
+
+/**
+ * OpenAPI 3.1 generated from the same zod schemas the routes validate with; served at /openapi.json
+ * with a self-hosted docs UI at /docs (no third-party requests).
+ */
+export const openapiPlugin = fp(async (app: FastifyInstance, opts: { publicBaseUrl: string }) => {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Cairn API',
+        version: API_DOCUMENT_VERSION,
+        description:
+          'Knowledge ingest, query and native memory service. Errors use the envelope ' +
+          '`{ "error": { "code", "message", "requestId" } }`.',
+      },
+      servers: [{ url: opts.publicBaseUrl }],
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'Customer API key' },
+          cliSession: { type: 'http', scheme: 'bearer', description: 'CLI session token' },
+          browserSession: { type: 'apiKey', in: 'cookie', name: 'service_session' },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+});

@@ -1,0 +1,32 @@
+// Production entrypoint: the HTTP API on PORT and the MCP listener on MCP_PORT.
+import { buildApp } from '../api/app.ts';
+import { buildMcpApp } from '../api/mcp/app.ts';
+import { loadConfig, requireDatabaseUrl, requireTemporalAddress } from '../shared/config.ts';
+import { createOrm, pingDatabase } from '../shared/db/orm.ts';
+import { createLogger } from '../shared/logger.ts';
+import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
+import { createTemporalClient } from '../shared/temporal/client.ts';
+
+runMain(async () => {
+  const config = loadConfig();
+  const logger = createLogger(config, { name: 'api' });
+  const orm = await createOrm(requireDatabaseUrl(config), logger);
+  const temporal = createTemporalClient(requireTemporalAddress(config), config.temporal.namespace);
+  const deps = {
+    config,
+    logger,
+    readiness: { postgres: () => pingDatabase(orm), temporal: () => temporal.ping() },
+  };
+  const api = await buildApp(deps);
+  const mcp = await buildMcpApp({ ...deps, logger: logger.child({ listener: 'mcp' }) });
+
+  onShutdown(async (signal) => {
+    logger.info({ signal }, 'api shutting down');
+    await Promise.allSettled([api.close(), mcp.close()]);
+    await Promise.allSettled([orm.close(), temporal.close()]);
+  }, config.shutdownTimeoutMs);
+  exitWithSupervisor();
+
+  await api.listen({ host: config.host, port: config.port });
+  await mcp.listen({ host: config.host, port: config.mcpPort });
+});

@@ -1,0 +1,102 @@
+// Local supervisor (`npm start`): brings up PostgreSQL and Temporal when they are not configured,
+// migrates, runs the worker and the API as child processes, and stops everything on Ctrl-C.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { loadConfig } from '../shared/config.ts';
+import { createOrm, migrate } from '../shared/db/orm.ts';
+import { provideDatabase, provideTemporal } from '../shared/local/infra.ts';
+import { runMain } from '../shared/process.ts';
+
+const say = (message: string) => process.stdout.write(`[cairn] ${message}\n`);
+const script = (name: string) => fileURLToPath(new URL(`./${name}.ts`, import.meta.url));
+
+runMain(async () => {
+  const started = performance.now();
+  const config = loadConfig();
+  const stops: (() => Promise<void>)[] = [];
+  const children: ChildProcess[] = [];
+  let shuttingDown = false;
+
+  const shutdown = async (code: number) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    say('stopping...');
+    // API and worker first (they drain), then Temporal, then PostgreSQL.
+    await Promise.all(children.map((child) => stopChild(child, config.shutdownTimeoutMs)));
+    for (const stop of stops.reverse()) await stop().catch((err: unknown) => say(`stop failed: ${String(err)}`));
+    say('stopped');
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+
+  try {
+    const db = await provideDatabase(config, { log: say });
+    stops.push(db.stop);
+    say(db.embedded ? `PostgreSQL (embedded) data in ${config.dataDir}/postgres` : 'PostgreSQL from DATABASE_URL');
+
+    const temporal = await provideTemporal(config, { log: say });
+    stops.push(temporal.stop);
+    say(temporal.embedded ? `Temporal dev server at ${temporal.address}` : `Temporal at ${temporal.address}`);
+
+    const orm = await createOrm(db.url);
+    try {
+      const applied = await migrate(orm);
+      say(applied.length ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
+    } finally {
+      await orm.close();
+    }
+
+    const env = {
+      ...process.env,
+      DATABASE_URL: db.url,
+      TEMPORAL_ADDRESS: temporal.address,
+      CAIRN_SUPERVISOR_PID: String(process.pid),
+    };
+    for (const name of ['worker', 'api']) {
+      const child = spawn(process.execPath, [script(name)], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+      child.on('exit', (code, signal) => {
+        if (shuttingDown) return;
+        say(`${name} exited unexpectedly (${signal ?? `code ${code}`}); stopping everything`);
+        void shutdown(1);
+      });
+      children.push(child);
+    }
+
+    await waitReady(`http://127.0.0.1:${config.port}/readyz`, 120_000, () => shuttingDown);
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    say(`ready in ${seconds}s`);
+    say(`  API            ${config.publicBaseUrl}`);
+    say(`  OpenAPI        ${config.publicBaseUrl}/openapi.json  (docs: ${config.publicBaseUrl}/docs)`);
+    say(`  MCP            http://${config.host}:${config.mcpPort}`);
+    if (temporal.uiUrl) say(`  Temporal UI    ${temporal.uiUrl}`);
+    say('press Ctrl-C to stop');
+  } catch (err) {
+    say(`start failed: ${err instanceof Error ? err.message : String(err)}`);
+    await shutdown(1);
+  }
+});
+
+async function waitReady(url: string, timeoutMs: number, cancelled: () => boolean) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && !cancelled()) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(250);
+  }
+  if (!cancelled()) throw new Error(`${url} did not report ready within ${timeoutMs / 1000}s`);
+}
+
+async function stopChild(child: ChildProcess, timeoutMs: number) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  await exited;
+  clearTimeout(timer);
+}

@@ -1,0 +1,10 @@
+// `npm run temporal:cli`: finds or builds the Temporal CLI and prints its path.
+import { loadConfig } from '../shared/config.ts';
+import { runMain } from '../shared/process.ts';
+import { resolveTemporalCli } from '../shared/temporal/cli.ts';
+
+runMain(async () => {
+  const config = loadConfig();
+  const cli = await resolveTemporalCli({ configured: config.temporal.cli, log: (m) => process.stderr.write(`${m}\n`) });
+  process.stdout.write(`${cli}\n`);
+});

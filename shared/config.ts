@@ -1,0 +1,169 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * The whole process configuration, read once from the environment by each entrypoint and passed down.
+ * Every variable is documented in the README configuration table; keep the two in step.
+ */
+
+const port = z.coerce.number().int().min(1).max(65535);
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const originList = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v.trim() === '') return undefined;
+    const origins: string[] = [];
+    for (const raw of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+      let url: URL;
+      try {
+        url = new URL(raw);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: `"${raw}" is not an origin such as https://example.com` });
+        return z.NEVER;
+      }
+      if (!['http:', 'https:'].includes(url.protocol) || url.origin !== raw.replace(/\/$/, '')) {
+        ctx.addIssue({ code: 'custom', message: `"${raw}" is not an origin (scheme://host[:port], no path)` });
+        return z.NEVER;
+      }
+      origins.push(url.origin);
+    }
+    return origins;
+  });
+
+const envSchema = z.object({
+  DATABASE_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+      .optional(),
+  ),
+  DATA_DIR: z.string().trim().min(1).default('.data'),
+  EMBEDDED_POSTGRES_PORT: port.default(54329),
+  TEMPORAL_ADDRESS: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[^\s:/]+:\d{1,5}$/, 'must be host:port, for example 127.0.0.1:7233')
+      .optional(),
+  ),
+  TEMPORAL_NAMESPACE: z.string().trim().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().trim().min(1).default('cairn'),
+  TEMPORAL_DEV_PORT: port.default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
+  TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
+  TEMPORAL_CLI: optionalString,
+  HOST: z.string().trim().min(1).default('127.0.0.1'),
+  PORT: port.default(8080),
+  MCP_PORT: port.default(8081),
+  PUBLIC_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  ALLOWED_ORIGINS: originList,
+  INGEST_URL_ALLOWLIST: originList,
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+});
+
+export type Config = {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  embeddedPostgresPort: number;
+  temporal: {
+    address: string | undefined;
+    namespace: string;
+    taskQueue: string;
+    devPort: number;
+    uiPort: number;
+    uiUrl: string | undefined;
+    cli: string | undefined;
+  };
+  host: string;
+  port: number;
+  mcpPort: number;
+  publicBaseUrl: string;
+  allowedOrigins: string[];
+  ingestUrlAllowlist: string[];
+  logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  shutdownTimeoutMs: number;
+};
+
+export class ConfigError extends Error {
+  readonly issues: { variable: string; message: string }[];
+  constructor(issues: { variable: string; message: string }[]) {
+    super(
+      'Invalid configuration:\n' + issues.map((i) => `  ${i.variable}: ${i.message}`).join('\n'),
+    );
+    this.name = 'ConfigError';
+    this.issues = issues;
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => ({
+        variable: String(issue.path[0] ?? '(environment)'),
+        message: issue.message,
+      })),
+    );
+  }
+  const e = parsed.data;
+  const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://127.0.0.1:${e.PORT}`).replace(/\/$/, '');
+  return {
+    databaseUrl: e.DATABASE_URL,
+    dataDir: path.resolve(cwd, e.DATA_DIR),
+    embeddedPostgresPort: e.EMBEDDED_POSTGRES_PORT,
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      devPort: e.TEMPORAL_DEV_PORT,
+      uiPort: e.TEMPORAL_UI_PORT,
+      uiUrl: e.TEMPORAL_UI_URL,
+      cli: e.TEMPORAL_CLI,
+    },
+    host: e.HOST,
+    port: e.PORT,
+    mcpPort: e.MCP_PORT,
+    publicBaseUrl,
+    allowedOrigins: e.ALLOWED_ORIGINS ?? [new URL(publicBaseUrl).origin],
+    ingestUrlAllowlist: e.INGEST_URL_ALLOWLIST ?? [],
+    logLevel: e.LOG_LEVEL,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+  };
+}
+
+/** Entrypoints call this: a bad variable ends the process with a message naming it, not a stack trace. */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw err;
+  }
+}
+
+/** Settings a process needs before the database or Temporal are known (the supervisor fills them in). */
+export function requireDatabaseUrl(config: Config): string {
+  if (!config.databaseUrl) {
+    throw new ConfigError([
+      { variable: 'DATABASE_URL', message: 'is required for this process (npm start provides it locally)' },
+    ]);
+  }
+  return config.databaseUrl;
+}
+
+export function requireTemporalAddress(config: Config): string {
+  if (!config.temporal.address) {
+    throw new ConfigError([
+      { variable: 'TEMPORAL_ADDRESS', message: 'is required for this process (npm start provides it locally)' },
+    ]);
+  }
+  return config.temporal.address;
+}

@@ -1,0 +1,77 @@
+import path from 'node:path';
+import pg from 'pg';
+import type { Config } from '../config.ts';
+import { startEmbeddedPostgres } from '../db/embedded.ts';
+import { resolveTemporalCli } from '../temporal/cli.ts';
+import { startTemporalDevServer } from '../temporal/dev-server.ts';
+
+/** The database name used by the embedded PostgreSQL. */
+export const EMBEDDED_DATABASE = 'cairn';
+
+export type Provided<T> = T & { embedded: boolean; stop(): Promise<void> };
+
+const noop = async () => {};
+
+export function embeddedDatabaseUrl(config: Config): string {
+  return `postgres://postgres:postgres@127.0.0.1:${config.embeddedPostgresPort}/${EMBEDDED_DATABASE}`;
+}
+
+async function answers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * DATABASE_URL when set; otherwise the embedded PostgreSQL under DATA_DIR. With `reuseRunning`, an
+ * embedded server that is already up (started by `npm start`) is used instead of starting another
+ * on the same data directory (operator commands run beside a running service).
+ */
+export async function provideDatabase(
+  config: Config,
+  opts: { log: (m: string) => void; reuseRunning?: boolean },
+): Promise<Provided<{ url: string }>> {
+  if (config.databaseUrl) return { url: config.databaseUrl, embedded: false, stop: noop };
+  const url = embeddedDatabaseUrl(config);
+  if (opts.reuseRunning && (await answers(url))) return { url, embedded: true, stop: noop };
+  const db = await startEmbeddedPostgres({
+    dataDir: config.dataDir,
+    port: config.embeddedPostgresPort,
+    database: EMBEDDED_DATABASE,
+    log: opts.log,
+  });
+  return { url: db.url, embedded: true, stop: db.stop };
+}
+
+/** TEMPORAL_ADDRESS when set; otherwise the Temporal dev server with its SQLite file under DATA_DIR. */
+export async function provideTemporal(
+  config: Config,
+  opts: { log: (m: string) => void },
+): Promise<Provided<{ address: string; uiUrl: string | undefined }>> {
+  if (config.temporal.address) {
+    return { address: config.temporal.address, uiUrl: config.temporal.uiUrl, embedded: false, stop: noop };
+  }
+  const cli = await resolveTemporalCli({ configured: config.temporal.cli, log: opts.log });
+  const server = await startTemporalDevServer({
+    cli,
+    dbFile: path.join(config.dataDir, 'temporal', 'temporal.sqlite'),
+    ip: '127.0.0.1',
+    port: config.temporal.devPort,
+    uiPort: config.temporal.uiPort,
+    namespace: config.temporal.namespace,
+    log: opts.log,
+  });
+  return { address: server.address, uiUrl: server.uiUrl, embedded: true, stop: server.stop };
+}
+
+/** For operator commands: the Temporal the running service uses. */
+export function temporalAddressFor(config: Config): string {
+  return config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`;
+}

@@ -1,0 +1,78 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Connection } from '@temporalio/client';
+
+export type DevServerOptions = {
+  cli: string;
+  /** SQLite file that keeps workflow history across restarts. */
+  dbFile: string;
+  ip: string;
+  port: number;
+  uiPort: number;
+  namespace: string;
+  log?: (message: string) => void;
+  readyTimeoutMs?: number;
+};
+
+export type DevServer = { address: string; uiUrl: string; process: ChildProcess; stop(): Promise<void> };
+
+/** Runs the real Temporal server (`temporal server start-dev`) with its Web UI, and waits until it serves. */
+export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
+  await mkdir(path.dirname(opts.dbFile), { recursive: true });
+  const args = [
+    'server', 'start-dev',
+    '--db-filename', opts.dbFile,
+    '--ip', opts.ip,
+    '--port', String(opts.port),
+    '--ui-port', String(opts.uiPort),
+    '--log-level', 'warn',
+  ];
+  if (opts.namespace !== 'default') args.push('--namespace', opts.namespace);
+  const child = spawn(opts.cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    output.push(chunk.toString());
+    if (output.length > 200) output.shift();
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+
+  let exited: number | null | undefined;
+  child.on('exit', (code) => (exited = code));
+  const address = `${opts.ip}:${opts.port}`;
+  const uiUrl = `http://${opts.ip}:${opts.uiPort}`;
+
+  const stop = async () => {
+    if (exited !== undefined) return;
+    const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await done;
+    clearTimeout(timer);
+  };
+
+  const deadline = Date.now() + (opts.readyTimeoutMs ?? 60_000);
+  for (;;) {
+    if (exited !== undefined) {
+      throw new Error(`temporal server start-dev exited with code ${exited}:\n${output.join('')}`);
+    }
+    try {
+      const conn = await Connection.connect({ address, connectTimeout: '1s' });
+      try {
+        const res = await conn.healthService.check({});
+        if (res.status === 1) return { address, uiUrl, process: child, stop };
+      } finally {
+        await conn.close();
+      }
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`Temporal dev server did not become ready at ${address}:\n${output.join('')}`);
+    }
+    await sleep(250);
+  }
+}

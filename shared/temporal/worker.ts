@@ -1,0 +1,66 @@
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { createActivities } from '../../activities/index.ts';
+import type { Orm } from '../db/orm.ts';
+import type { Logger } from '../logger.ts';
+import { activityLogInterceptor } from './activity-log.interceptor.ts';
+import { installTemporalRuntime, temporalLoggerFromPino } from './logging.ts';
+
+export const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
+
+/**
+ * Bundles workflow code with webpack. Our sources use explicit `.ts` import specifiers (Node's type
+ * stripping needs them); the bundler resolves those as plain files, and `.js` specifiers are mapped to
+ * `.ts` for good measure (sdk-typescript#1185).
+ */
+export async function bundleWorkflows(logger?: Logger): Promise<WorkflowBundle> {
+  return bundleWorkflowCode({
+    workflowsPath,
+    // webpack's report is noise at info level; keep it for debugging.
+    ...(logger ? { logger: temporalLoggerFromPino(logger.child({ component: 'bundler' }, { level: 'warn' })) } : {}),
+    webpackConfigHook: (config) => {
+      config.resolve = {
+        ...config.resolve,
+        extensionAlias: { '.js': ['.ts', '.js'] },
+      };
+      return config;
+    },
+  });
+}
+
+export type WorkerDeps = {
+  orm: Orm;
+  logger: Logger;
+  temporalAddress: string;
+  namespace: string;
+  taskQueue: string;
+  /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
+  workflowBundle?: WorkflowBundle;
+  identity?: string;
+};
+
+export type CairnWorker = { worker: Worker; connection: NativeConnection; identity: string };
+
+export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
+  installTemporalRuntime(deps.logger);
+  const identity = deps.identity ?? `cairn-worker@${os.hostname()}:${process.pid}`;
+  const connection = await NativeConnection.connect({ address: deps.temporalAddress });
+  const activities = createActivities({
+    orm: deps.orm,
+    logger: deps.logger.child({ component: 'activities' }),
+    workerIdentity: identity,
+  });
+  const worker = await Worker.create({
+    connection,
+    namespace: deps.namespace,
+    taskQueue: deps.taskQueue,
+    identity,
+    activities,
+    workflowBundle: deps.workflowBundle ?? (await bundleWorkflows(deps.logger)),
+    interceptors: { activity: [activityLogInterceptor(deps.logger.child({ component: 'activity' }))] },
+    // Give running activities time to finish on SIGTERM before the process exits.
+    shutdownGraceTime: '10 seconds',
+  });
+  return { worker, connection, identity };
+}

@@ -1,0 +1,23 @@
+import type { Client } from '@temporalio/client';
+import type { selfCheckWorkflow } from '../../workflows/index.ts';
+
+/**
+ * Typed helpers for starting workflows, with their id scheme in one place. Ids are derived from the
+ * domain id so a repeated start finds the running or finished execution instead of starting twice.
+ */
+export const selfCheckWorkflowId = (checkId: string) => `selfcheck-${checkId}`;
+
+export async function runSelfCheck(
+  client: Client,
+  taskQueue: string,
+  input: { checkId: string; requestedBy: string; timeoutMs?: number },
+) {
+  return client.workflow.execute<typeof selfCheckWorkflow>('selfCheckWorkflow', {
+    taskQueue,
+    workflowId: selfCheckWorkflowId(input.checkId),
+    args: [{ requestedBy: input.requestedBy }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    // No worker polling means nothing will ever pick this up: fail instead of hanging the operator.
+    workflowExecutionTimeout: input.timeoutMs ?? 30_000,
+  });
+}

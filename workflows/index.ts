@@ -1,0 +1,3 @@
+// Every workflow the worker serves. Workflow code is deterministic: activities are imported as types
+// only, and nothing here may import node:*, the database, the logger or API code (lint enforces it).
+export { selfCheckWorkflow } from './self-check.workflow.ts';
