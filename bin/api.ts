@@ -2,7 +2,7 @@
 import { buildApp } from '../api/app.ts';
 import { buildMcpApp } from '../api/mcp/app.ts';
 import { loadConfig, requireDatabaseUrl, requireTemporalAddress } from '../shared/config.ts';
-import { createOrm, pingDatabase } from '../shared/db/orm.ts';
+import { createOrm, migrate, pingDatabase } from '../shared/db/orm.ts';
 import { createLogger } from '../shared/logger.ts';
 import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
 import { createTemporalClient } from '../shared/temporal/client.ts';
@@ -11,6 +11,10 @@ runMain(async () => {
   const config = loadConfig();
   const logger = createLogger(config, { name: 'api' });
   const orm = await createOrm(requireDatabaseUrl(config), logger);
+  if (config.migrateOnStart) {
+    const applied = await migrate(orm);
+    if (applied.length) logger.info({ applied }, 'applied migrations');
+  }
   const temporal = createTemporalClient(requireTemporalAddress(config), config.temporal.namespace);
   const deps = {
     config,

@@ -63,6 +63,10 @@ const envSchema = z.object({
   ALLOWED_ORIGINS: originList,
   INGEST_URL_ALLOWLIST: originList,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  MIGRATE_ON_START: z
+    .enum(['true', 'false', '1', '0'])
+    .default('true')
+    .transform((v) => v === 'true' || v === '1'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
 });
 
@@ -86,6 +90,7 @@ export type Config = {
   allowedOrigins: string[];
   ingestUrlAllowlist: string[];
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  migrateOnStart: boolean;
   shutdownTimeoutMs: number;
 };
 
@@ -132,6 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     allowedOrigins: e.ALLOWED_ORIGINS ?? [new URL(publicBaseUrl).origin],
     ingestUrlAllowlist: e.INGEST_URL_ALLOWLIST ?? [],
     logLevel: e.LOG_LEVEL,
+    migrateOnStart: e.MIGRATE_ON_START,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
   };
 }

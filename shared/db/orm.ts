@@ -1,5 +1,6 @@
 import { MikroORM, PostgreSqlDriver, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
+import pg from 'pg';
 import { entities } from './entities/index.ts';
 import { migrationsList } from './migrations/index.ts';
 import type { Logger } from '../logger.ts';
@@ -23,7 +24,8 @@ export function ormOptions(databaseUrl: string, logger?: Logger): Options {
     allowGlobalContext: false,
     pool: { min: 0, max: 10 },
     debug: false,
-    logger: logger ? (message: string) => logger.debug({ orm: true }, message) : undefined,
+    // MikroORM's own messages (migrator progress) go to our logger at debug, never straight to stdout.
+    logger: (message: string) => logger?.debug({ component: 'orm' }, message),
     ensureDatabase: false,
     discovery: { warnWhenNoEntities: true },
   };
@@ -34,9 +36,23 @@ export async function createOrm(databaseUrl: string, logger?: Logger): Promise<O
   return MikroORM.init(ormOptions(databaseUrl, logger));
 }
 
+/** Arbitrary constant key: every Cairn process migrating the same database takes the same lock. */
+const MIGRATION_LOCK_KEY = 727_246_001;
+
+/**
+ * Applies pending migrations. Several processes may start at once (api replicas, `npm start`, admin
+ * commands), so the run is serialised with a PostgreSQL advisory lock held on its own connection.
+ */
 export async function migrate(orm: Orm): Promise<string[]> {
-  const applied = await orm.migrator.up();
-  return applied.map((m) => m.name);
+  const lock = new pg.Client({ connectionString: orm.config.get('clientUrl') });
+  await lock.connect();
+  try {
+    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    const applied = await orm.migrator.up();
+    return applied.map((m) => m.name);
+  } finally {
+    await lock.end(); // ending the session releases the lock
+  }
 }
 
 export async function pingDatabase(orm: Orm): Promise<void> {

@@ -1,0 +1,138 @@
+import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { buildApp } from '../../api/app.ts';
+import { loadConfig } from '../../shared/config.ts';
+import { AppError } from '../../shared/errors.ts';
+import { memoryLogger } from '../helpers/services.ts';
+
+// Routes that exercise the error handler; the handler is the thing under test.
+const probeRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.post(
+    '/probe/closed',
+    { schema: { body: z.strictObject({ name: z.string().min(1), count: z.number().int().optional() }) } },
+    async (req) => ({ name: req.body.name }),
+  );
+  app.get('/probe/domain', async () => {
+    throw new AppError(429, 'rate_limited', 'Slow down.', { 'retry-after': '7' });
+  });
+  app.get('/probe/crash', async () => {
+    throw new Error('connection string postgres://user:hunter2@db/secret leaked?');
+  });
+};
+
+let app: FastifyInstance;
+let lines: string[];
+
+beforeAll(async () => {
+  const mem = memoryLogger('info');
+  lines = mem.lines;
+  app = await buildApp({ config: loadConfig({}), logger: mem.logger, readiness: {} });
+  await app.register(probeRoutes);
+  await app.ready();
+});
+afterAll(() => app.close());
+
+function expectEnvelope(body: unknown, code: string) {
+  expect(body).toEqual({ error: { code, message: expect.any(String), requestId: expect.any(String) } });
+}
+
+describe('error envelope', () => {
+  it('400 validation_error for an unknown field on a closed schema', async () => {
+    const res = await app.inject({ method: 'POST', url: '/probe/closed', payload: { name: 'a', extra: 1 } });
+    expect(res.statusCode).toBe(400);
+    expectEnvelope(res.json(), 'validation_error');
+  });
+
+  it('400 validation_error for a wrong type and names the field', async () => {
+    const res = await app.inject({ method: 'POST', url: '/probe/closed', payload: { name: 'a', count: 1.5 } });
+    expect(res.statusCode).toBe(400);
+    expectEnvelope(res.json(), 'validation_error');
+    expect(res.json().error.message).toContain('count');
+  });
+
+  it('400 validation_error for malformed JSON', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/probe/closed',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"name": ',
+    });
+    expect(res.statusCode).toBe(400);
+    expectEnvelope(res.json(), 'validation_error');
+  });
+
+  it('415 for a body that is not JSON', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/probe/closed',
+      headers: { 'content-type': 'text/xml' },
+      payload: '<a/>',
+    });
+    expect(res.statusCode).toBe(415);
+    expectEnvelope(res.json(), 'unsupported_media_type');
+  });
+
+  it('413 payload_too_large past the body limit', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/probe/closed',
+      payload: { name: 'x'.repeat(2_000_000) },
+    });
+    expect(res.statusCode).toBe(413);
+    expectEnvelope(res.json(), 'payload_too_large');
+  });
+
+  it('domain errors keep their status, code and headers', async () => {
+    const res = await app.inject({ method: 'GET', url: '/probe/domain' });
+    expect(res.statusCode).toBe(429);
+    expect(res.headers['retry-after']).toBe('7');
+    expectEnvelope(res.json(), 'rate_limited');
+    expect(res.json().error.message).toBe('Slow down.');
+  });
+
+  it('404 not_found for an unknown route', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v1/nothing-here?x=1' });
+    expect(res.statusCode).toBe(404);
+    expectEnvelope(res.json(), 'not_found');
+  });
+
+  it('500 never leaks the internal message', async () => {
+    const res = await app.inject({ method: 'GET', url: '/probe/crash' });
+    expect(res.statusCode).toBe(500);
+    expectEnvelope(res.json(), 'internal_error');
+    expect(res.body).not.toContain('hunter2');
+    expect(lines.join('')).toContain('hunter2'); // the operator still sees it in the log
+  });
+
+  it('requestId matches the x-request-id header and honours a well-formed caller id', async () => {
+    const res = await app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': 'caller-req-12345' } });
+    expect(res.headers['x-request-id']).toBe('caller-req-12345');
+    expect(res.json().error.requestId).toBe('caller-req-12345');
+    const bad = await app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': 'bad id\n' } });
+    expect(bad.json().error.requestId).not.toContain('bad');
+    expect(bad.headers['x-request-id']).toBe(bad.json().error.requestId);
+  });
+});
+
+describe('log redaction', () => {
+  it('never writes authorization headers, cookies or passwords to the log', async () => {
+    const mem = memoryLogger('debug');
+    const a = await buildApp({ config: loadConfig({}), logger: mem.logger, readiness: {} });
+    a.addHook('onRequest', async (req) => {
+      req.log.info({ req: { headers: req.headers }, password: 'pw-secret-123' }, 'probe');
+    });
+    await a.inject({
+      method: 'GET',
+      url: '/healthz',
+      headers: { authorization: 'Bearer sk_live_SECRET', cookie: 'service_session=COOKIESECRET' },
+    });
+    await a.close();
+    const out = mem.lines.join('');
+    expect(out).toContain('probe');
+    expect(out).not.toContain('sk_live_SECRET');
+    expect(out).not.toContain('COOKIESECRET');
+    expect(out).not.toContain('pw-secret-123');
+  });
+});

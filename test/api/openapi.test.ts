@@ -1,0 +1,38 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../api/app.ts';
+import { loadConfig } from '../../shared/config.ts';
+import { memoryLogger } from '../helpers/services.ts';
+
+let app: FastifyInstance;
+beforeAll(async () => {
+  app = await buildApp({ config: loadConfig({}), logger: memoryLogger().logger, readiness: {} });
+  await app.ready();
+});
+afterAll(() => app.close());
+
+describe('OpenAPI document', () => {
+  it('is a valid OpenAPI 3.1 document at version 0.1.5 generated from the route schemas', async () => {
+    const res = await app.inject({ method: 'GET', url: '/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    const doc = res.json();
+    expect(doc.openapi).toMatch(/^3\.1\./);
+    expect(doc.info.version).toBe('0.1.5');
+    const result = await new Validator().validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/healthz', '/readyz']));
+    // Response schemas come from zod: the readiness 503 carries the error envelope.
+    const r503 = doc.paths['/readyz'].get.responses['503'];
+    expect(JSON.stringify(r503)).toContain('requestId');
+    expect(doc.paths['/openapi.json']).toBeUndefined();
+  });
+
+  it('serves the docs UI from the service itself', async () => {
+    const res = await app.inject({ method: 'GET', url: '/docs/' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toContain('text/html');
+    expect(res.body).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)[a-z0-9.-]+\.(com|org|net|io)\/[^"']*\.js/);
+  });
+});

@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { FastifyInstance } from 'fastify';
+import { Writable } from 'node:stream';
+import { inject } from 'vitest';
+import { buildApp } from '../../api/app.ts';
+import { loadConfig } from '../../shared/config.ts';
+import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
+import { createLogger, type Logger } from '../../shared/logger.ts';
+import { createTemporalClient, type TemporalClientHandle } from '../../shared/temporal/client.ts';
+import { createWorker, type CairnWorker } from '../../shared/temporal/worker.ts';
+
+/** A logger whose lines are kept in memory, so tests can assert on what was (not) logged. */
+export function memoryLogger(level: 'info' | 'debug' | 'warn' = 'warn'): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(String(chunk));
+      cb();
+    },
+  });
+  return { logger: createLogger({ logLevel: level }, { destination }), lines };
+}
+
+export const uniqueTaskQueue = () => `test-${randomBytes(5).toString('hex')}`;
+
+export function testTemporalClient(): TemporalClientHandle {
+  return createTemporalClient(inject('temporalAddress'), 'default');
+}
+
+/** The API on a free port over real HTTP, wired like bin/api.ts. */
+export async function startApi(opts: {
+  orm: Orm;
+  temporal: TemporalClientHandle;
+  logger?: Logger;
+}): Promise<{ app: FastifyInstance; baseUrl: string; close(): Promise<void> }> {
+  const config = loadConfig({ PORT: '8080' });
+  const app = await buildApp({
+    config,
+    logger: opts.logger ?? memoryLogger().logger,
+    readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => opts.temporal.ping() },
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as { port: number };
+  return { app, baseUrl: `http://127.0.0.1:${port}`, close: () => app.close() };
+}
+
+/** A real worker on its own task queue, using the run's prebuilt workflow bundle. */
+export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: Logger }) {
+  const code = await readFile(inject('workflowBundlePath'), 'utf8');
+  const handle: CairnWorker = await createWorker({
+    orm: opts.orm,
+    logger: opts.logger ?? memoryLogger().logger,
+    temporalAddress: inject('temporalAddress'),
+    namespace: 'default',
+    taskQueue: opts.taskQueue,
+    workflowBundle: { code },
+  });
+  const running = handle.worker.run();
+  return {
+    ...handle,
+    async stop() {
+      handle.worker.shutdown();
+      await running;
+      await handle.connection.close();
+    },
+  };
+}

@@ -1,0 +1,16 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // One PostgreSQL and one Temporal dev server for the whole run; each file gets its own database
+    // and task queue.
+    globalSetup: ['test/global-setup.ts'],
+    // Temporal's native bridge has crashed worker threads out of memory (sdk-typescript#876).
+    pool: 'forks',
+    maxWorkers: 2,
+    testTimeout: 60_000,
+    hookTimeout: 180_000,
+    teardownTimeout: 60_000,
+  },
+});
