@@ -1,10 +1,12 @@
 import type { ActivityDeps } from './deps.ts';
+import { createAccountDeletionActivities } from './account-deletion.activity.ts';
 import { createRecordSelfCheck } from './record-self-check.activity.ts';
 
 /** All activities, bound to their dependencies. Workflows see only the type. */
 export function createActivities(deps: ActivityDeps) {
   return {
     recordSelfCheck: createRecordSelfCheck(deps),
+    ...createAccountDeletionActivities(deps),
   };
 }
 

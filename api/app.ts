@@ -2,14 +2,26 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../shared/config.ts';
+import type { Orm } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/logger.ts';
+import type { TemporalClientHandle } from '../shared/temporal/client.ts';
+import { authPlugin } from './plugins/auth.ts';
 import { errorsPlugin } from './plugins/errors.ts';
 import { openapiPlugin } from './plugins/openapi.ts';
+import { accessRoutes } from './routes/access/index.ts';
+import { apiKeyRoutes } from './routes/account/api-keys.ts';
+import { deletionRoutes } from './routes/account/deletion.ts';
+import { overviewRoutes } from './routes/account/overview.ts';
+import { authRoutes } from './routes/auth/index.ts';
+import { cliAuthRoutes } from './routes/cli-auth/index.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health/index.ts';
+import { ingestJobRoutes } from './routes/ingest/jobs.ts';
 
 export type AppDeps = {
-  config: Pick<Config, 'publicBaseUrl'>;
+  config: Config;
   logger: Logger;
+  orm: Orm;
+  temporal: TemporalClientHandle;
   /** Named dependency probes for /readyz (postgres, temporal). */
   readiness: Record<string, ReadinessCheck>;
   /** `api` serves the REST API and its docs; `mcp` is the MCP listener (health routes only so far). */
@@ -38,10 +50,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(errorsPlugin);
-  if ((deps.surface ?? 'api') === 'api') {
-    await app.register(openapiPlugin, { publicBaseUrl: deps.config.publicBaseUrl });
-  }
+  await app.register(authPlugin, { orm: deps.orm, config: deps.config });
+  const api = (deps.surface ?? 'api') === 'api';
+  // The OpenAPI plugin must see every route registered after it, so it goes first.
+  if (api) await app.register(openapiPlugin, { publicBaseUrl: deps.config.publicBaseUrl });
   await app.register(healthRoutes, { checks: deps.readiness });
-
+  if (api) {
+    await app.register(authRoutes, { config: deps.config });
+    await app.register(cliAuthRoutes, { config: deps.config });
+    await app.register(apiKeyRoutes);
+    await app.register(overviewRoutes);
+    await app.register(deletionRoutes, { config: deps.config, temporal: deps.temporal });
+    await app.register(accessRoutes);
+    await app.register(ingestJobRoutes);
+  }
   return app;
 }

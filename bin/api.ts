@@ -19,6 +19,8 @@ runMain(async () => {
   const deps = {
     config,
     logger,
+    orm,
+    temporal,
     readiness: { postgres: () => pingDatabase(orm), temporal: () => temporal.ping() },
   };
   const api = await buildApp(deps);

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../shared/config.ts';
+import { createLocalAccountIfEmpty } from '../shared/auth/accounts.ts';
 import { createOrm, migrate } from '../shared/db/orm.ts';
 import { provideDatabase, provideTemporal } from '../shared/local/infra.ts';
 import { runMain } from '../shared/process.ts';
@@ -44,6 +45,12 @@ runMain(async () => {
     try {
       const applied = await migrate(orm);
       say(applied.length ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
+      const local = await createLocalAccountIfEmpty(orm.em.fork(), config.accountDefaults);
+      if (local) {
+        say('created the local account (shown once; change it or create others with npm run admin):');
+        say(`  email     ${local.email}`);
+        say(`  password  ${local.password}`);
+      }
     } finally {
       await orm.close();
     }

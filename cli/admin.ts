@@ -1,12 +1,14 @@
 // Operator commands: `npm run --silent admin -- <command> [flags]`. Each prints one JSON object.
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../shared/config.ts';
+import { AppError } from '../shared/errors.ts';
 import { runMain } from '../shared/process.ts';
 import { withAdminContext } from './admin/context.ts';
+import { accountCreateCommand, accountDisableCommand, accountListCommand } from './admin/commands/account.ts';
 import { selfcheckCommand } from './admin/commands/selfcheck.ts';
 import { UsageError, type AdminCommand } from './admin/registry.ts';
 
-const commands: AdminCommand[] = [selfcheckCommand];
+const commands: AdminCommand[] = [accountCreateCommand, accountListCommand, accountDisableCommand, selfcheckCommand];
 
 function help(): string {
   return [
@@ -49,6 +51,10 @@ runMain(async () => {
     if (err instanceof UsageError) {
       process.stderr.write(`${err.message}\nusage: ${found.command.usage}\n`);
       process.exit(64);
+    }
+    if (err instanceof AppError) {
+      process.stderr.write(`${err.code}: ${err.message}\n`);
+      process.exit(1);
     }
     throw err;
   }

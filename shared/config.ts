@@ -63,6 +63,21 @@ const envSchema = z.object({
   ALLOWED_ORIGINS: originList,
   INGEST_URL_ALLOWLIST: originList,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SESSION_LIFETIME_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(168),
+  SESSION_IDLE_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24),
+  CLI_SESSION_LIFETIME_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  DEVICE_CODE_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(600),
+  DEVICE_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(60).default(5),
+  LOGIN_MAX_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(10),
+  LOGIN_MAX_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(10000).default(50),
+  LOGIN_THROTTLE_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
+  ACCOUNT_DELETION_WAIT_MS: z.coerce.number().int().min(1000).max(300_000).default(20_000),
+  DEFAULT_MONTHLY_CREDITS: z.coerce.number().int().min(0).default(1000),
+  DEFAULT_ONBOARDING_CREDITS: z.coerce.number().int().min(0).default(100),
+  DEFAULT_QUERY_DAILY_LIMIT: z.coerce.number().int().min(0).default(1000),
+  DEFAULT_INGEST_DAILY_LIMIT: z.coerce.number().int().min(0).default(200),
+  DEFAULT_QUERY_MONTHLY_LIMIT: z.coerce.number().int().min(0).default(20_000),
+  DEFAULT_INGEST_MONTHLY_LIMIT: z.coerce.number().int().min(0).default(4000),
   MIGRATE_ON_START: z
     .enum(['true', 'false', '1', '0'])
     .default('true')
@@ -92,6 +107,25 @@ export type Config = {
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   migrateOnStart: boolean;
   shutdownTimeoutMs: number;
+  auth: {
+    sessionLifetimeMs: number;
+    sessionIdleMs: number;
+    cliSessionLifetimeMs: number;
+    deviceCodeTtlMs: number;
+    devicePollIntervalSeconds: number;
+    loginMaxFailuresPerAccount: number;
+    loginMaxFailuresPerAddress: number;
+    loginThrottleWindowMs: number;
+    accountDeletionWaitMs: number;
+  };
+  accountDefaults: {
+    monthlyCredits: number;
+    onboardingCredits: number;
+    queryDailyLimit: number;
+    ingestDailyLimit: number;
+    queryMonthlyLimit: number;
+    ingestMonthlyLimit: number;
+  };
 };
 
 export class ConfigError extends Error {
@@ -139,6 +173,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel: e.LOG_LEVEL,
     migrateOnStart: e.MIGRATE_ON_START,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    auth: {
+      sessionLifetimeMs: e.SESSION_LIFETIME_HOURS * 3_600_000,
+      sessionIdleMs: e.SESSION_IDLE_HOURS * 3_600_000,
+      cliSessionLifetimeMs: e.CLI_SESSION_LIFETIME_DAYS * 86_400_000,
+      deviceCodeTtlMs: e.DEVICE_CODE_TTL_SECONDS * 1000,
+      devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
+      loginMaxFailuresPerAccount: e.LOGIN_MAX_FAILURES_PER_ACCOUNT,
+      loginMaxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS,
+      loginThrottleWindowMs: e.LOGIN_THROTTLE_WINDOW_MINUTES * 60_000,
+      accountDeletionWaitMs: e.ACCOUNT_DELETION_WAIT_MS,
+    },
+    accountDefaults: {
+      monthlyCredits: e.DEFAULT_MONTHLY_CREDITS,
+      onboardingCredits: e.DEFAULT_ONBOARDING_CREDITS,
+      queryDailyLimit: e.DEFAULT_QUERY_DAILY_LIMIT,
+      ingestDailyLimit: e.DEFAULT_INGEST_DAILY_LIMIT,
+      queryMonthlyLimit: e.DEFAULT_QUERY_MONTHLY_LIMIT,
+      ingestMonthlyLimit: e.DEFAULT_INGEST_MONTHLY_LIMIT,
+    },
   };
 }
 

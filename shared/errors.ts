@@ -26,7 +26,14 @@ export type ErrorCode =
   | 'processing_outcome_unverified'
   | 'ingest_job_failed'
   | 'service_unavailable'
-  | 'credit_settlement_failed';
+  | 'credit_settlement_failed'
+  // Codes for situations the spec leaves unstated (documented in docs/api.md).
+  | 'account_exists'
+  | 'account_deletion_pending'
+  | 'device_code_expired'
+  | 'device_code_used'
+  | 'invalid_device_code'
+  | 'slow_down';
 
 export class AppError extends Error {
   readonly status: number;

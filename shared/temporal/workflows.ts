@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import type { selfCheckWorkflow } from '../../workflows/index.ts';
+import type { accountDeletionWorkflow, selfCheckWorkflow } from '../../workflows/index.ts';
 
 /**
  * Typed helpers for starting workflows, with their id scheme in one place. Ids are derived from the
@@ -19,5 +19,21 @@ export async function runSelfCheck(
     workflowIdConflictPolicy: 'USE_EXISTING',
     // No worker polling means nothing will ever pick this up: fail instead of hanging the operator.
     workflowExecutionTimeout: input.timeoutMs ?? 30_000,
+  });
+}
+
+export const accountDeletionWorkflowId = (accountId: string) => `account-deletion-${accountId}`;
+
+/**
+ * Starts (or joins, if one is running) the deletion of an account. A finished failed run does not
+ * block a retry: the id may be reused.
+ */
+export async function startAccountDeletion(client: Client, taskQueue: string, accountId: string) {
+  return client.workflow.start<typeof accountDeletionWorkflow>('accountDeletionWorkflow', {
+    taskQueue,
+    workflowId: accountDeletionWorkflowId(accountId),
+    args: [{ accountId }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
   });
 }

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { buildApp } from '../../api/app.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { AppError } from '../../shared/errors.ts';
-import { memoryLogger } from '../helpers/services.ts';
+import { memoryLogger, offlineDeps } from '../helpers/services.ts';
 
 // Routes that exercise the error handler; the handler is the thing under test.
 const probeRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -28,7 +28,7 @@ let lines: string[];
 beforeAll(async () => {
   const mem = memoryLogger('info');
   lines = mem.lines;
-  app = await buildApp({ config: loadConfig({}), logger: mem.logger, readiness: {} });
+  app = await buildApp({ config: loadConfig({}), logger: mem.logger, readiness: {}, ...(await offlineDeps()) });
   await app.register(probeRoutes);
   await app.ready();
 });
@@ -119,7 +119,7 @@ describe('error envelope', () => {
 describe('log redaction', () => {
   it('never writes authorization headers, cookies or passwords to the log', async () => {
     const mem = memoryLogger('debug');
-    const a = await buildApp({ config: loadConfig({}), logger: mem.logger, readiness: {} });
+    const a = await buildApp({ config: loadConfig({}), logger: mem.logger, readiness: {}, ...(await offlineDeps()) });
     a.addHook('onRequest', async (req) => {
       req.log.info({ req: { headers: req.headers }, password: 'pw-secret-123' }, 'probe');
     });

@@ -3,11 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.ts';
 import { loadConfig } from '../../shared/config.ts';
-import { memoryLogger } from '../helpers/services.ts';
+import { memoryLogger, offlineDeps } from '../helpers/services.ts';
 
 let app: FastifyInstance;
 beforeAll(async () => {
-  app = await buildApp({ config: loadConfig({}), logger: memoryLogger().logger, readiness: {} });
+  app = await buildApp({ config: loadConfig({}), logger: memoryLogger().logger, readiness: {}, ...(await offlineDeps()) });
   await app.ready();
 });
 afterAll(() => app.close());

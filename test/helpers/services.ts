@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { Writable } from 'node:stream';
 import { inject } from 'vitest';
 import { buildApp } from '../../api/app.ts';
-import { loadConfig } from '../../shared/config.ts';
+import { loadConfig, type Config } from '../../shared/config.ts';
 import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
 import { createLogger, type Logger } from '../../shared/logger.ts';
 import { createTemporalClient, type TemporalClientHandle } from '../../shared/temporal/client.ts';
@@ -33,16 +33,22 @@ export async function startApi(opts: {
   orm: Orm;
   temporal: TemporalClientHandle;
   logger?: Logger;
-}): Promise<{ app: FastifyInstance; baseUrl: string; close(): Promise<void> }> {
-  const config = loadConfig({ PORT: '8080' });
+  env?: NodeJS.ProcessEnv;
+  taskQueue?: string;
+}): Promise<{ app: FastifyInstance; baseUrl: string; config: Config; close(): Promise<void> }> {
+  const config = loadConfig({ PORT: '8080', TEMPORAL_TASK_QUEUE: opts.taskQueue ?? 'unused', ...opts.env });
   const app = await buildApp({
     config,
+    orm: opts.orm,
+    temporal: opts.temporal,
     logger: opts.logger ?? memoryLogger().logger,
     readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => opts.temporal.ping() },
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as { port: number };
-  return { app, baseUrl: `http://127.0.0.1:${port}`, close: () => app.close() };
+  // Browser-session writes must come from an allowed origin: the test server's own.
+  config.allowedOrigins.push(`http://127.0.0.1:${port}`);
+  return { app, baseUrl: `http://127.0.0.1:${port}`, config, close: () => app.close() };
 }
 
 /** A real worker on its own task queue, using the run's prebuilt workflow bundle. */
@@ -64,5 +70,17 @@ export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: 
       await running;
       await handle.connection.close();
     },
+  };
+}
+
+/**
+ * Dependencies for app tests that never reach the database or Temporal (error envelope, OpenAPI): both
+ * connect lazily, so nothing is contacted unless a route needs it.
+ */
+export async function offlineDeps() {
+  const { createOrm } = await import('../../shared/db/orm.ts');
+  return {
+    orm: await createOrm('postgres://offline@127.0.0.1:9/offline'),
+    temporal: createTemporalClient('127.0.0.1:9', 'default'),
   };
 }

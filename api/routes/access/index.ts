@@ -1,0 +1,43 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { AccessResponse } from '../../../shared/contracts/account.ts';
+import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
+import { Account, ApiKey } from '../../../shared/db/entities/index.ts';
+import { getCreditBalance } from '../../../shared/metering/credits.ts';
+import { principalOf } from '../../plugins/auth.ts';
+
+export const accessRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    '/v1/access',
+    {
+      config: { auth: { accept: ['apiKey'] } },
+      schema: {
+        tags: ['ingest'],
+        summary: "The calling API key's scopes, context boundary, quotas and credits",
+        response: { 200: AccessResponse, 401: ErrorEnvelope, 403: ErrorEnvelope },
+      },
+    },
+    async (request) => {
+      const p = principalOf(request);
+      const [key, account, credits] = await Promise.all([
+        request.em.findOneOrFail(ApiKey, { id: p.credentialId }),
+        request.em.findOneOrFail(Account, { id: p.accountId }),
+        getCreditBalance(request.em, p.accountId),
+      ]);
+      return {
+        schemaVersion: 'service-access-v1' as const,
+        key: { id: key.id, name: key.name, prefix: key.prefix, scopes: [...p.scopes], maxPreset: p.maxPreset },
+        account: { email: account.email },
+        contextBoundary: { workspaces: ['default'], audiences: null },
+        quotas: {
+          query: { dailyLimit: account.queryDailyLimit, monthlyLimit: account.queryMonthlyLimit },
+          ingest: { dailyLimit: account.ingestDailyLimit, monthlyLimit: account.ingestMonthlyLimit },
+        },
+        credits: {
+          totalRemaining: credits.totalRemaining,
+          monthlyRemaining: credits.monthlyRemaining,
+          onboardingRemaining: credits.onboardingRemaining,
+        },
+      };
+    },
+  );
+};

@@ -1,0 +1,36 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+// The steps of account deletion, run by accountDeletionWorkflow's activities. Each is idempotent: a
+// retry after a crash, or a retry of the whole deletion, finds the work done and does nothing.
+
+/** Recovery-only from here on: credentials other than the browser session stop working. */
+export async function markDeletionPending(em: EntityManager, accountId: string): Promise<void> {
+  await em.getConnection().execute(`update account set state = 'deletion_pending', updated_at = now() where id = ?`, [accountId]);
+}
+
+/** API keys and CLI sessions stop working and pending device codes are dropped. */
+export async function revokeAccountCredentials(em: EntityManager, accountId: string): Promise<void> {
+  const conn = em.getConnection();
+  await conn.execute('update api_key set revoked_at = now() where account_id = ? and revoked_at is null', [accountId]);
+  await conn.execute('update cli_session set revoked_at = now() where account_id = ? and revoked_at is null', [accountId]);
+  await conn.execute('delete from cli_device_authorization where account_id = ?', [accountId]);
+}
+
+/**
+ * Removes everything the account owns except the account row and its browser sessions (which the
+ * pending-deletion session needs to retry). Tables are added here as features that own data land.
+ */
+export async function purgeAccountData(em: EntityManager, accountId: string): Promise<void> {
+  await em.transactional(async (tx) => {
+    const conn = tx.getConnection();
+    const ctx = tx.getTransactionContext();
+    await conn.execute('delete from api_key where account_id = ?', [accountId], 'run', ctx);
+    await conn.execute('delete from cli_session where account_id = ?', [accountId], 'run', ctx);
+    await conn.execute('delete from ingest_job where account_id = ?', [accountId], 'run', ctx);
+  });
+}
+
+/** Deletes the account row; its browser sessions go with it (foreign key cascade). */
+export async function finalizeAccountDeletion(em: EntityManager, accountId: string): Promise<void> {
+  await em.getConnection().execute('delete from account where id = ?', [accountId]);
+}

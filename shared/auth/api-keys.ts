@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Preset, Scope } from '../contracts/account.ts';
+import { ApiKey } from '../db/entities/index.ts';
+import { notFound } from '../errors.ts';
+import { API_KEY_PREFIX, digest, displayPrefix, newSecret } from './tokens.ts';
+
+export function apiKeyRecord(k: ApiKey) {
+  return {
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    scopes: k.scopes as Scope[],
+    maxPreset: k.maxPreset,
+    status: k.revokedAt ? ('revoked' as const) : ('active' as const),
+    createdAt: k.createdAt.toISOString(),
+    lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+    revokedAt: k.revokedAt?.toISOString() ?? null,
+    replacedBy: k.rotatedTo ?? null,
+  };
+}
+
+function newKey(em: EntityManager, accountId: string, input: { name: string; scopes: Scope[]; maxPreset: Preset }) {
+  const secret = newSecret(API_KEY_PREFIX);
+  const key = em.create(ApiKey, {
+    id: randomUUID(),
+    accountId,
+    name: input.name,
+    prefix: displayPrefix(secret),
+    secretHash: digest(secret),
+    scopes: input.scopes,
+    maxPreset: input.maxPreset,
+    createdAt: new Date(),
+    lastUsedAt: null,
+    revokedAt: null,
+    rotatedTo: null,
+  });
+  return { key, secret };
+}
+
+export async function createApiKey(
+  em: EntityManager,
+  accountId: string,
+  input: { name: string; scopes: Scope[]; maxPreset: Preset },
+) {
+  const created = newKey(em, accountId, input);
+  await em.flush();
+  return created;
+}
+
+export async function listApiKeys(em: EntityManager, accountId: string) {
+  return em.find(ApiKey, { accountId }, { orderBy: { createdAt: 'desc' }, limit: 500 });
+}
+
+/** Another account's key id is indistinguishable from an unknown one. */
+async function ownKey(em: EntityManager, accountId: string, id: string) {
+  const key = await em.findOne(ApiKey, { id, accountId });
+  if (!key) throw notFound('No API key with this id.');
+  return key;
+}
+
+export async function revokeApiKey(em: EntityManager, accountId: string, id: string) {
+  const key = await ownKey(em, accountId, id);
+  key.revokedAt ??= new Date();
+  await em.flush();
+  return key;
+}
+
+/** Issues a replacement with the same scopes and ceiling and revokes the old key, atomically. */
+export async function rotateApiKey(em: EntityManager, accountId: string, id: string, name?: string) {
+  return em.transactional(async (tx) => {
+    const old = await tx.findOne(ApiKey, { id, accountId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!old || old.revokedAt) throw notFound('No active API key with this id.');
+    const created = newKey(tx, accountId, {
+      name: name ?? old.name,
+      scopes: old.scopes as Scope[],
+      maxPreset: old.maxPreset,
+    });
+    old.revokedAt = new Date();
+    old.rotatedTo = created.key.id;
+    return created;
+  });
+}

@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { Config } from '../config.ts';
+import { Account, CliDeviceAuthorization, CliSession } from '../db/entities/index.ts';
+import { AppError } from '../errors.ts';
+import { CLI_TOKEN_PREFIX, digest, newSecret, newUserCode, normalizeUserCode } from './tokens.ts';
+
+/** The console page a person opens to approve a code; the code is prefilled from the link. */
+export const verificationUrl = (publicBaseUrl: string, userCode: string) =>
+  `${publicBaseUrl}/device?code=${encodeURIComponent(userCode)}`;
+
+export async function createDeviceAuthorization(
+  em: EntityManager,
+  auth: Config['auth'],
+  clientName: string | undefined,
+) {
+  // Housekeeping: codes a day past expiry are of no use to anyone.
+  await em.getConnection().execute(`delete from cli_device_authorization where expires_at < now() - interval '1 day'`);
+  const deviceCode = newSecret();
+  const now = new Date();
+  for (let attempt = 0; ; attempt++) {
+    const device = em.create(CliDeviceAuthorization, {
+      id: randomUUID(),
+      deviceCodeHash: digest(deviceCode),
+      userCode: newUserCode(),
+      clientName: clientName ?? null,
+      status: 'pending',
+      accountId: null,
+      intervalSeconds: auth.devicePollIntervalSeconds,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + auth.deviceCodeTtlMs),
+      lastPolledAt: null,
+      approvedAt: null,
+      consumedAt: null,
+    });
+    try {
+      await em.flush();
+      return { deviceCode, device };
+    } catch (err) {
+      // A user code collided with a live one (about 1 in 10^11): draw again.
+      em.clear();
+      if (!(err instanceof UniqueConstraintViolationException) || attempt >= 3) throw err;
+    }
+  }
+}
+
+export async function approveDevice(em: EntityManager, accountId: string, userCodeInput: string) {
+  const userCode = normalizeUserCode(userCodeInput);
+  const rows = await em.getConnection().execute<{ id: string; expires_at: Date }[]>(
+    `update cli_device_authorization set status = 'approved', account_id = ?, approved_at = now()
+      where user_code = ? and status = 'pending' and expires_at > now()
+      returning id, expires_at`,
+    [accountId, userCode],
+  );
+  const row = rows[0];
+  if (!row) {
+    throw new AppError(404, 'not_found', 'No pending sign-in request has this code. It may have expired; start again from the CLI.');
+  }
+  return { userCode, expiresAt: new Date(row.expires_at) };
+}
+
+export type TokenPollResult =
+  | { status: 'pending'; expiresAt: Date; intervalSeconds: number }
+  | { status: 'issued'; token: string; session: CliSession; account: Account };
+
+/**
+ * One poll of the device flow. The first poll is always answered; a later poll sooner than
+ * intervalSeconds after the previous one is told to slow down (RFC 8628 semantics). An approved code
+ * is exchanged for a CLI session exactly once.
+ */
+export async function pollDeviceToken(
+  em: EntityManager,
+  auth: Config['auth'],
+  deviceCode: string,
+): Promise<TokenPollResult> {
+  return em.transactional(async (tx) => {
+    const [row] = await tx.getConnection().execute<{
+      id: string; status: string; account_id: string | null; client_name: string | null;
+      expires_at: Date; last_polled_at: Date | null; interval_seconds: number;
+    }[]>(
+      `select id, status, account_id, client_name, expires_at, last_polled_at, interval_seconds
+         from cli_device_authorization where device_code_hash = ? for update`,
+      [digest(deviceCode)],
+      'all',
+      tx.getTransactionContext(),
+    );
+    if (!row) throw new AppError(400, 'invalid_device_code', 'This device code is not known.');
+    if (row.status === 'consumed') {
+      throw new AppError(400, 'device_code_used', 'This device code was already exchanged for a session; sign in again.');
+    }
+    const expiresAt = new Date(row.expires_at);
+    if (expiresAt.getTime() <= Date.now()) {
+      throw new AppError(400, 'device_code_expired', 'This device code has expired; sign in again.');
+    }
+    const conn = tx.getConnection();
+    const ctx = tx.getTransactionContext();
+    if (row.status === 'pending') {
+      const last = row.last_polled_at ? new Date(row.last_polled_at).getTime() : 0;
+      const tooSoon = last > 0 && Date.now() - last < row.interval_seconds * 1000;
+      await conn.execute('update cli_device_authorization set last_polled_at = now() where id = ?', [row.id], 'run', ctx);
+      if (tooSoon) {
+        throw new AppError(429, 'slow_down', `Polling too fast: wait ${row.interval_seconds} seconds between polls.`, {
+          'retry-after': String(Math.max(1, row.interval_seconds)),
+        });
+      }
+      return { status: 'pending', expiresAt, intervalSeconds: row.interval_seconds };
+    }
+    // Approved: issue the CLI session and consume the code in the same transaction.
+    const account = await tx.findOneOrFail(Account, { id: row.account_id! });
+    const token = newSecret(CLI_TOKEN_PREFIX);
+    const now = new Date();
+    const session = tx.create(CliSession, {
+      id: randomUUID(),
+      accountId: account.id,
+      tokenHash: digest(token),
+      clientName: row.client_name,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + auth.cliSessionLifetimeMs),
+      lastUsedAt: null,
+      revokedAt: null,
+    });
+    await conn.execute(
+      `update cli_device_authorization set status = 'consumed', consumed_at = now(), last_polled_at = now() where id = ?`,
+      [row.id],
+      'run',
+      ctx,
+    );
+    return { status: 'issued', token, session, account };
+  });
+}
+
+export async function endCliSession(em: EntityManager, sessionId: string): Promise<void> {
+  await em.getConnection().execute('update cli_session set revoked_at = now() where id = ? and revoked_at is null', [sessionId]);
+}
