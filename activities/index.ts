@@ -1,12 +1,14 @@
 import type { ActivityDeps } from './deps.ts';
 import { createAccountDeletionActivities } from './account-deletion.activity.ts';
 import { createRecordSelfCheck } from './record-self-check.activity.ts';
+import { createSettleReservation } from './settle-reservation.activity.ts';
 
 /** All activities, bound to their dependencies. Workflows see only the type. */
 export function createActivities(deps: ActivityDeps) {
   return {
     recordSelfCheck: createRecordSelfCheck(deps),
     ...createAccountDeletionActivities(deps),
+    settleReservation: createSettleReservation(deps),
   };
 }
 

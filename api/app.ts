@@ -4,6 +4,7 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { Config } from '../shared/config.ts';
 import type { Orm } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/logger.ts';
+import type { RateLimiter } from '../shared/metering/rate-limit.ts';
 import type { TemporalClientHandle } from '../shared/temporal/client.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { errorsPlugin } from './plugins/errors.ts';
@@ -12,6 +13,7 @@ import { accessRoutes } from './routes/access/index.ts';
 import { apiKeyRoutes } from './routes/account/api-keys.ts';
 import { deletionRoutes } from './routes/account/deletion.ts';
 import { overviewRoutes } from './routes/account/overview.ts';
+import { usageRoutes } from './routes/account/usage.ts';
 import { authRoutes } from './routes/auth/index.ts';
 import { cliAuthRoutes } from './routes/cli-auth/index.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health/index.ts';
@@ -22,6 +24,8 @@ export type AppDeps = {
   logger: Logger;
   orm: Orm;
   temporal: TemporalClientHandle;
+  /** Account-wide throttling of product (API key) requests; absent = unthrottled (unit tests). */
+  rateLimiter?: RateLimiter;
   /** Named dependency probes for /readyz (postgres, temporal). */
   readiness: Record<string, ReadinessCheck>;
   /** `api` serves the REST API and its docs; `mcp` is the MCP listener (health routes only so far). */
@@ -50,7 +54,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(errorsPlugin);
-  await app.register(authPlugin, { orm: deps.orm, config: deps.config });
+  await app.register(authPlugin, { orm: deps.orm, config: deps.config, rateLimiter: deps.rateLimiter });
   const api = (deps.surface ?? 'api') === 'api';
   // The OpenAPI plugin must see every route registered after it, so it goes first.
   if (api) await app.register(openapiPlugin, { publicBaseUrl: deps.config.publicBaseUrl });
@@ -60,6 +64,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(cliAuthRoutes, { config: deps.config });
     await app.register(apiKeyRoutes);
     await app.register(overviewRoutes);
+    await app.register(usageRoutes);
     await app.register(deletionRoutes, { config: deps.config, temporal: deps.temporal });
     await app.register(accessRoutes);
     await app.register(ingestJobRoutes);

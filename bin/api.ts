@@ -5,6 +5,7 @@ import { loadConfig, requireDatabaseUrl, requireTemporalAddress } from '../share
 import { createOrm, migrate, pingDatabase } from '../shared/db/orm.ts';
 import { createLogger } from '../shared/logger.ts';
 import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
+import { createRateLimiter } from '../shared/metering/rate-limit.ts';
 import { createTemporalClient } from '../shared/temporal/client.ts';
 
 runMain(async () => {
@@ -16,11 +17,13 @@ runMain(async () => {
     if (applied.length) logger.info({ applied }, 'applied migrations');
   }
   const temporal = createTemporalClient(requireTemporalAddress(config), config.temporal.namespace);
+  const rateLimiter = createRateLimiter(requireDatabaseUrl(config), config.metering.rateLimitPerMinute);
   const deps = {
     config,
     logger,
     orm,
     temporal,
+    rateLimiter,
     readiness: { postgres: () => pingDatabase(orm), temporal: () => temporal.ping() },
   };
   const api = await buildApp(deps);
@@ -29,7 +32,7 @@ runMain(async () => {
   onShutdown(async (signal) => {
     logger.info({ signal }, 'api shutting down');
     await Promise.allSettled([api.close(), mcp.close()]);
-    await Promise.allSettled([orm.close(), temporal.close()]);
+    await Promise.allSettled([orm.close(), temporal.close(), rateLimiter.close()]);
   }, config.shutdownTimeoutMs);
   exitWithSupervisor();
 

@@ -5,10 +5,19 @@ import { AppError } from '../shared/errors.ts';
 import { runMain } from '../shared/process.ts';
 import { withAdminContext } from './admin/context.ts';
 import { accountCreateCommand, accountDisableCommand, accountListCommand } from './admin/commands/account.ts';
+import { creditsGrantCommand, creditsShowCommand, limitsSetCommand } from './admin/commands/credits.ts';
 import { selfcheckCommand } from './admin/commands/selfcheck.ts';
 import { UsageError, type AdminCommand } from './admin/registry.ts';
 
-const commands: AdminCommand[] = [accountCreateCommand, accountListCommand, accountDisableCommand, selfcheckCommand];
+const commands: AdminCommand[] = [
+  accountCreateCommand,
+  accountListCommand,
+  accountDisableCommand,
+  creditsGrantCommand,
+  creditsShowCommand,
+  limitsSetCommand,
+  selfcheckCommand,
+];
 
 function help(): string {
   return [

@@ -78,6 +78,8 @@ const envSchema = z.object({
   DEFAULT_INGEST_DAILY_LIMIT: z.coerce.number().int().min(0).default(200),
   DEFAULT_QUERY_MONTHLY_LIMIT: z.coerce.number().int().min(0).default(20_000),
   DEFAULT_INGEST_MONTHLY_LIMIT: z.coerce.number().int().min(0).default(4000),
+  SETTLEMENT_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
   MIGRATE_ON_START: z
     .enum(['true', 'false', '1', '0'])
     .default('true')
@@ -118,6 +120,7 @@ export type Config = {
     loginThrottleWindowMs: number;
     accountDeletionWaitMs: number;
   };
+  metering: { settlementGraceMs: number; rateLimitPerMinute: number };
   accountDefaults: {
     monthlyCredits: number;
     onboardingCredits: number;
@@ -183,6 +186,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       loginMaxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS,
       loginThrottleWindowMs: e.LOGIN_THROTTLE_WINDOW_MINUTES * 60_000,
       accountDeletionWaitMs: e.ACCOUNT_DELETION_WAIT_MS,
+    },
+    metering: {
+      settlementGraceMs: e.SETTLEMENT_GRACE_SECONDS * 1000,
+      rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     },
     accountDefaults: {
       monthlyCredits: e.DEFAULT_MONTHLY_CREDITS,

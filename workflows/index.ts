@@ -2,3 +2,4 @@
 // only, and nothing here may import node:*, the database, the logger or API code (lint enforces it).
 export { selfCheckWorkflow } from './self-check.workflow.ts';
 export { accountDeletionWorkflow } from './account-deletion.workflow.ts';
+export { creditSettlementWorkflow } from './credit-settlement.workflow.ts';

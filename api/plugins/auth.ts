@@ -8,6 +8,7 @@ import type { Config } from '../../shared/config.ts';
 import type { Scope } from '../../shared/contracts/account.ts';
 import type { Orm } from '../../shared/db/orm.ts';
 import { AppError, forbidden, unauthorized } from '../../shared/errors.ts';
+import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 
 export const SESSION_COOKIE = 'service_session';
 
@@ -57,7 +58,10 @@ const kindLabel: Record<CredentialKind, string> = {
 };
 
 export const authPlugin = fp(
-  async (app: FastifyInstance, opts: { orm: Orm; config: Pick<Config, 'auth' | 'allowedOrigins' | 'publicBaseUrl'> }) => {
+  async (
+    app: FastifyInstance,
+    opts: { orm: Orm; config: Pick<Config, 'auth' | 'allowedOrigins' | 'publicBaseUrl'>; rateLimiter?: RateLimiter },
+  ) => {
     await app.register(cookie);
     app.decorateRequest('principal', null);
     app.decorateRequest('em', null as unknown as EntityManager);
@@ -105,6 +109,9 @@ export const authPlugin = fp(
       if (principal.kind === 'apiKey' && rule.scopes?.some((s) => !principal.scopes.includes(s))) {
         throw forbidden(`This API key lacks the scope ${rule.scopes.filter((s) => !principal.scopes.includes(s)).join(', ')}.`);
       }
+      // Product requests (API keys) share one account-wide window, checked after authorization so a
+      // refused request does not use up the window.
+      if (principal.kind === 'apiKey' && opts.rateLimiter) await opts.rateLimiter.consume(principal.accountId);
       request.principal = principal;
     });
   },

@@ -27,6 +27,10 @@ export async function purgeAccountData(em: EntityManager, accountId: string): Pr
     await conn.execute('delete from api_key where account_id = ?', [accountId], 'run', ctx);
     await conn.execute('delete from cli_session where account_id = ?', [accountId], 'run', ctx);
     await conn.execute('delete from ingest_job where account_id = ?', [accountId], 'run', ctx);
+    // Credit history goes with the account; the ledger's append-only trigger guards updates, not deletes.
+    for (const table of ['credit_reservation', 'credit_ledger', 'credit_balance', 'quota_usage']) {
+      await conn.execute(`delete from ${table} where account_id = ?`, [accountId], 'run', ctx);
+    }
   });
 }
 

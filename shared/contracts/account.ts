@@ -98,3 +98,42 @@ export const AccessResponse = z
     credits: z.object({ totalRemaining: z.int(), monthlyRemaining: z.int(), onboardingRemaining: z.int() }),
   })
   .meta({ id: 'AccessResponse' });
+
+export const UsageQuery = z.strictObject({ ledgerLimit: limit(8) });
+
+const QuotaWindow = z.object({ limit: z.int(), used: z.int(), remaining: z.int(), resetAt: DateTime });
+
+export const AccountUsage = z
+  .object({
+    schemaVersion: z.literal('service-account-usage-v1'),
+    credits: z.object({
+      balance: z.object({ totalRemaining: z.int() }),
+      monthly: z.object({ remaining: z.int(), allowance: z.int(), periodStart: z.iso.date(), resetAt: DateTime }),
+      onboarding: z.object({ remaining: z.int() }),
+    }),
+    quotas: z.object({
+      query: z.object({ daily: QuotaWindow, monthly: QuotaWindow }),
+      ingest: z.object({ daily: QuotaWindow, monthly: QuotaWindow }),
+    }),
+    ledger: z
+      .array(
+        z.object({
+          id: z.string(),
+          kind: z.string(),
+          amount: z.int(),
+          monthlyDelta: z.int(),
+          onboardingDelta: z.int(),
+          monthlyAfter: z.int(),
+          onboardingAfter: z.int(),
+          metric: z.string().nullable(),
+          reason: z.string().nullable(),
+          createdAt: DateTime,
+        }),
+      )
+      .describe('Most recent ledger rows first (ledgerLimit).'),
+    daily: z
+      .array(z.object({ date: z.iso.date(), queries: z.int(), ingests: z.int(), creditsCharged: z.int() }))
+      .length(30)
+      .describe('The last 30 UTC days, oldest first, today last.'),
+  })
+  .meta({ id: 'AccountUsage' });

@@ -1,17 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account } from '../db/entities/index.ts';
+import { getBalance } from './ledger.ts';
 
 export type CreditBalance = { monthlyRemaining: number; onboardingRemaining: number; totalRemaining: number };
 
-/**
- * The account's spendable credits. Until the credit ledger lands (metering issue) nothing spends
- * credits, so the balance is the provisioned monthly allowance plus the onboarding grant.
- */
+/** The account's spendable credits, from the ledger-backed balance (renewing the monthly period if due). */
 export async function getCreditBalance(em: EntityManager, accountId: string): Promise<CreditBalance> {
-  const a = await em.findOneOrFail(Account, { id: accountId });
-  return {
-    monthlyRemaining: a.monthlyCredits,
-    onboardingRemaining: a.onboardingCredits,
-    totalRemaining: a.monthlyCredits + a.onboardingCredits,
-  };
+  const b = await getBalance(em, accountId);
+  return { monthlyRemaining: b.monthly, onboardingRemaining: b.onboarding, totalRemaining: b.monthly + b.onboarding };
 }

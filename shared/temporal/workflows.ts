@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import type { accountDeletionWorkflow, selfCheckWorkflow } from '../../workflows/index.ts';
+import type { accountDeletionWorkflow, creditSettlementWorkflow, selfCheckWorkflow } from '../../workflows/index.ts';
 
 /**
  * Typed helpers for starting workflows, with their id scheme in one place. Ids are derived from the
@@ -35,5 +35,18 @@ export async function startAccountDeletion(client: Client, taskQueue: string, ac
     args: [{ accountId }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+  });
+}
+
+export const creditSettlementWorkflowId = (reservationId: string) => `credit-settlement-${reservationId}`;
+
+/** Starts the durable owner of a reservation; it runs after `graceMs` unless the API settled first. */
+export async function startCreditSettlement(client: Client, taskQueue: string, reservationId: string, graceMs: number) {
+  return client.workflow.start<typeof creditSettlementWorkflow>('creditSettlementWorkflow', {
+    taskQueue,
+    workflowId: creditSettlementWorkflowId(reservationId),
+    args: [{ reservationId }],
+    startDelay: graceMs,
+    workflowIdConflictPolicy: 'USE_EXISTING',
   });
 }

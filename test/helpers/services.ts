@@ -7,6 +7,7 @@ import { buildApp } from '../../api/app.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
 import { createLogger, type Logger } from '../../shared/logger.ts';
+import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import { createTemporalClient, type TemporalClientHandle } from '../../shared/temporal/client.ts';
 import { createWorker, type CairnWorker } from '../../shared/temporal/worker.ts';
 
@@ -35,12 +36,14 @@ export async function startApi(opts: {
   logger?: Logger;
   env?: NodeJS.ProcessEnv;
   taskQueue?: string;
+  rateLimiter?: RateLimiter;
 }): Promise<{ app: FastifyInstance; baseUrl: string; config: Config; close(): Promise<void> }> {
   const config = loadConfig({ PORT: '8080', TEMPORAL_TASK_QUEUE: opts.taskQueue ?? 'unused', ...opts.env });
   const app = await buildApp({
     config,
     orm: opts.orm,
     temporal: opts.temporal,
+    rateLimiter: opts.rateLimiter,
     logger: opts.logger ?? memoryLogger().logger,
     readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => opts.temporal.ping() },
   });

@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { findAccountByEmail } from '../../../shared/auth/accounts.ts';
+import { Email } from '../../../shared/contracts/auth.ts';
+import { adjustCredits, getBalance, verifyLedger } from '../../../shared/metering/ledger.ts';
+import { changeLimits } from '../../../shared/metering/limits.ts';
+import { isoDate } from '../../../shared/metering/periods.ts';
+import type { AdminContext } from '../context.ts';
+import { UsageError, type AdminCommand, type ParsedArgs } from '../registry.ts';
+
+const str = { type: 'string' } as const;
+const signed = z.coerce.number().int().min(-1_000_000_000).max(1_000_000_000);
+const count = z.coerce.number().int().min(0).max(1_000_000_000);
+
+function parse<T extends z.ZodType>(schema: T, args: ParsedArgs): z.infer<T> {
+  const res = schema.safeParse(args.values);
+  if (!res.success) throw new UsageError(res.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('\n'));
+  return res.data;
+}
+
+async function accountId(ctx: AdminContext, email: string): Promise<string> {
+  const account = await findAccountByEmail(ctx.orm.em.fork(), email);
+  if (!account) throw new UsageError(`No account ${email}.`);
+  return account.id;
+}
+
+const balanceJson = (b: Awaited<ReturnType<typeof getBalance>>) => ({
+  monthlyRemaining: b.monthly,
+  onboardingRemaining: b.onboarding,
+  totalRemaining: b.monthly + b.onboarding,
+  periodStart: isoDate(b.periodStart),
+});
+
+export const creditsGrantCommand: AdminCommand = {
+  name: 'credits grant',
+  summary: 'Add (or with a negative number remove) monthly or onboarding credits; one ledger row.',
+  usage: 'credits grant --email E [--monthly N] [--onboarding N] --reason TEXT [--key IDEMPOTENCY_KEY]',
+  options: { email: str, monthly: str, onboarding: str, reason: str, key: str },
+  async run(ctx, args) {
+    const a = parse(
+      z.object({
+        email: Email,
+        monthly: signed.default(0),
+        onboarding: signed.default(0),
+        reason: z.string().min(1).max(500),
+        key: z.string().min(1).max(100).optional(),
+      }),
+      args,
+    );
+    if (a.monthly === 0 && a.onboarding === 0) throw new UsageError('Give --monthly and/or --onboarding.');
+    const id = await accountId(ctx, a.email);
+    const b = await adjustCredits(ctx.orm.em.fork(), id, {
+      key: a.key ?? randomUUID(),
+      monthly: a.monthly,
+      onboarding: a.onboarding,
+      reason: a.reason,
+    });
+    ctx.out({ email: a.email, ...balanceJson(b) });
+  },
+};
+
+export const creditsShowCommand: AdminCommand = {
+  name: 'credits show',
+  summary: 'Show the balance and check that it equals the sum of the ledger.',
+  usage: 'credits show --email E',
+  options: { email: str },
+  async run(ctx, args) {
+    const { email } = parse(z.object({ email: Email }), args);
+    const id = await accountId(ctx, email);
+    const b = await getBalance(ctx.orm.em.fork(), id);
+    const check = await verifyLedger(ctx.orm.em.fork(), id);
+    ctx.out({ email, ...balanceJson(b), ledgerConsistent: check.ok });
+  },
+};
+
+export const limitsSetCommand: AdminCommand = {
+  name: 'limits set',
+  summary: 'Change quota limits or the monthly allowance; recorded as a ledger row.',
+  usage:
+    'limits set --email E [--query-daily-limit N] [--ingest-daily-limit N] [--query-monthly-limit N] ' +
+    '[--ingest-monthly-limit N] [--monthly-credits N]',
+  options: {
+    email: str, 'query-daily-limit': str, 'ingest-daily-limit': str, 'query-monthly-limit': str,
+    'ingest-monthly-limit': str, 'monthly-credits': str,
+  },
+  async run(ctx, args) {
+    const a = parse(
+      z.object({
+        email: Email,
+        'query-daily-limit': count.optional(),
+        'ingest-daily-limit': count.optional(),
+        'query-monthly-limit': count.optional(),
+        'ingest-monthly-limit': count.optional(),
+        'monthly-credits': count.optional(),
+      }),
+      args,
+    );
+    const id = await accountId(ctx, a.email);
+    const changes = {
+      queryDailyLimit: a['query-daily-limit'],
+      ingestDailyLimit: a['ingest-daily-limit'],
+      queryMonthlyLimit: a['query-monthly-limit'],
+      ingestMonthlyLimit: a['ingest-monthly-limit'],
+      monthlyCredits: a['monthly-credits'],
+    };
+    if (Object.values(changes).every((v) => v === undefined)) throw new UsageError('Give at least one limit to change.');
+    await changeLimits(ctx.orm.em.fork(), id, changes, randomUUID());
+    ctx.out({ email: a.email, changed: Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) });
+  },
+};

@@ -1,0 +1,87 @@
+import { AppError } from '../errors.ts';
+import { q, type Tx } from './ledger.ts';
+import { isoDate, secondsUntil, utcDay, utcMonth } from './periods.ts';
+
+export type Metric = 'query' | 'ingest';
+
+export type QuotaState = {
+  metric: Metric;
+  daily: { limit: number; used: number; remaining: number; resetAt: Date };
+  monthly: { limit: number; used: number; remaining: number; resetAt: Date };
+};
+
+async function limitsFor(tx: Tx, accountId: string, metric: Metric) {
+  const [row] = await q<{ daily: number; monthly: number }>(
+    tx,
+    metric === 'query'
+      ? 'select query_daily_limit as daily, query_monthly_limit as monthly from account where id = ?'
+      : 'select ingest_daily_limit as daily, ingest_monthly_limit as monthly from account where id = ?',
+    [accountId],
+  );
+  if (!row) throw new AppError(404, 'not_found', 'No such account.');
+  return row;
+}
+
+async function usedIn(tx: Tx, accountId: string, metric: Metric, period: 'day' | 'month', start: Date) {
+  const [row] = await q<{ used: number }>(
+    tx,
+    'select used from quota_usage where account_id = ? and metric = ? and period = ? and period_start = ?',
+    [accountId, metric, period, isoDate(start)],
+  );
+  return row?.used ?? 0;
+}
+
+/** The counters of one metric now (no change). */
+export async function readQuota(tx: Tx, accountId: string, metric: Metric, now = new Date()): Promise<QuotaState> {
+  const limits = await limitsFor(tx, accountId, metric);
+  const day = utcDay(now);
+  const month = utcMonth(now);
+  const dUsed = await usedIn(tx, accountId, metric, 'day', day.start);
+  const mUsed = await usedIn(tx, accountId, metric, 'month', month.start);
+  return {
+    metric,
+    daily: { limit: limits.daily, used: dUsed, remaining: Math.max(0, limits.daily - dUsed), resetAt: day.end },
+    monthly: { limit: limits.monthly, used: mUsed, remaining: Math.max(0, limits.monthly - mUsed), resetAt: month.end },
+  };
+}
+
+/**
+ * Spends one unit of a metric's daily and monthly allowance, or refuses with 429
+ * account_quota_exceeded (retry-after = until the exhausted window resets) and spends nothing.
+ * Runs inside the caller's transaction, after the balance lock, so it is serialised per account.
+ */
+export async function consumeQuota(tx: Tx, accountId: string, metric: Metric, now = new Date()): Promise<QuotaState> {
+  const state = await readQuota(tx, accountId, metric, now);
+  const exhausted = state.daily.remaining <= 0 ? state.daily : state.monthly.remaining <= 0 ? state.monthly : null;
+  if (exhausted) {
+    throw new AppError(429, 'account_quota_exceeded', `The ${metric} allowance is used up until ${exhausted.resetAt.toISOString()}.`, {
+      'retry-after': String(secondsUntil(exhausted.resetAt, now)),
+      ...quotaHeaders(state),
+    });
+  }
+  for (const [period, start] of [['day', utcDay(now).start], ['month', utcMonth(now).start]] as const) {
+    await q(
+      tx,
+      `insert into quota_usage (account_id, metric, period, period_start, used) values (?, ?, ?, ?, 1)
+       on conflict (account_id, metric, period, period_start) do update set used = quota_usage.used + 1`,
+      [accountId, metric, period, isoDate(start)],
+    );
+  }
+  return {
+    metric,
+    daily: { ...state.daily, used: state.daily.used + 1, remaining: state.daily.remaining - 1 },
+    monthly: { ...state.monthly, used: state.monthly.used + 1, remaining: state.monthly.remaining - 1 },
+  };
+}
+
+export function quotaHeaders(s: QuotaState): Record<string, string> {
+  return {
+    'x-service-quota-metric': s.metric,
+    'x-service-quota-daily-limit': String(s.daily.limit),
+    'x-service-quota-daily-remaining': String(s.daily.remaining),
+    'x-service-quota-daily-reset': s.daily.resetAt.toISOString(),
+    'x-service-quota-monthly-limit': String(s.monthly.limit),
+    'x-service-quota-monthly-remaining': String(s.monthly.remaining),
+    'x-service-quota-monthly-reset': s.monthly.resetAt.toISOString(),
+  };
+}
