@@ -1,4 +1,5 @@
 import type { ParseArgsConfig } from 'node:util';
+import type { z } from 'zod';
 import type { AdminContext } from './context.ts';
 
 export type ParsedArgs = {
@@ -16,3 +17,10 @@ export type AdminCommand = {
 };
 
 export class UsageError extends Error {}
+
+/** Validates a command's flags with a zod schema; a bad flag is a usage error naming it. */
+export function parseFlags<T extends z.ZodType>(schema: T, args: ParsedArgs): z.infer<T> {
+  const res = schema.safeParse(args.values);
+  if (!res.success) throw new UsageError(res.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('\n'));
+  return res.data;
+}

@@ -3,7 +3,7 @@ import { accountSummary, createAccount, disableAccount } from '../../../shared/a
 import { Email } from '../../../shared/contracts/auth.ts';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../../../shared/auth/passwords.ts';
 import { Account } from '../../../shared/db/entities/index.ts';
-import { UsageError, type AdminCommand, type ParsedArgs } from '../registry.ts';
+import { parseFlags, type AdminCommand } from '../registry.ts';
 
 const count = z.coerce.number().int().min(0).max(1_000_000_000);
 const CreateArgs = z.object({
@@ -18,13 +18,6 @@ const CreateArgs = z.object({
   'ingest-monthly-limit': count.optional(),
 });
 
-function parse<T extends z.ZodType>(schema: T, args: ParsedArgs): z.infer<T> {
-  const res = schema.safeParse(args.values);
-  if (!res.success) {
-    throw new UsageError(res.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('\n'));
-  }
-  return res.data;
-}
 
 const str = { type: 'string' } as const;
 
@@ -39,7 +32,7 @@ export const accountCreateCommand: AdminCommand = {
     'query-daily-limit': str, 'ingest-daily-limit': str, 'query-monthly-limit': str, 'ingest-monthly-limit': str,
   },
   async run(ctx, args) {
-    const a = parse(CreateArgs, args);
+    const a = parseFlags(CreateArgs, args);
     const account = await createAccount(ctx.orm.em.fork(), ctx.config.accountDefaults, {
       email: a.email,
       password: a.password,
@@ -72,7 +65,7 @@ export const accountDisableCommand: AdminCommand = {
   usage: 'account disable --email E',
   options: { email: str },
   async run(ctx, args) {
-    const { email } = parse(z.object({ email: Email }), args);
+    const { email } = parseFlags(z.object({ email: Email }), args);
     ctx.out(accountSummary(await disableAccount(ctx.orm.em.fork(), email)));
   },
 };

@@ -6,17 +6,12 @@ import { adjustCredits, getBalance, verifyLedger } from '../../../shared/meterin
 import { changeLimits } from '../../../shared/metering/limits.ts';
 import { isoDate } from '../../../shared/metering/periods.ts';
 import type { AdminContext } from '../context.ts';
-import { UsageError, type AdminCommand, type ParsedArgs } from '../registry.ts';
+import { parseFlags, UsageError, type AdminCommand } from '../registry.ts';
 
 const str = { type: 'string' } as const;
 const signed = z.coerce.number().int().min(-1_000_000_000).max(1_000_000_000);
 const count = z.coerce.number().int().min(0).max(1_000_000_000);
 
-function parse<T extends z.ZodType>(schema: T, args: ParsedArgs): z.infer<T> {
-  const res = schema.safeParse(args.values);
-  if (!res.success) throw new UsageError(res.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('\n'));
-  return res.data;
-}
 
 async function accountId(ctx: AdminContext, email: string): Promise<string> {
   const account = await findAccountByEmail(ctx.orm.em.fork(), email);
@@ -37,7 +32,7 @@ export const creditsGrantCommand: AdminCommand = {
   usage: 'credits grant --email E [--monthly N] [--onboarding N] --reason TEXT [--key IDEMPOTENCY_KEY]',
   options: { email: str, monthly: str, onboarding: str, reason: str, key: str },
   async run(ctx, args) {
-    const a = parse(
+    const a = parseFlags(
       z.object({
         email: Email,
         monthly: signed.default(0),
@@ -65,7 +60,7 @@ export const creditsShowCommand: AdminCommand = {
   usage: 'credits show --email E',
   options: { email: str },
   async run(ctx, args) {
-    const { email } = parse(z.object({ email: Email }), args);
+    const { email } = parseFlags(z.object({ email: Email }), args);
     const id = await accountId(ctx, email);
     const b = await getBalance(ctx.orm.em.fork(), id);
     const check = await verifyLedger(ctx.orm.em.fork(), id);
@@ -84,7 +79,7 @@ export const limitsSetCommand: AdminCommand = {
     'ingest-monthly-limit': str, 'monthly-credits': str,
   },
   async run(ctx, args) {
-    const a = parse(
+    const a = parseFlags(
       z.object({
         email: Email,
         'query-daily-limit': count.optional(),
