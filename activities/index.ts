@@ -1,5 +1,6 @@
 import type { ActivityDeps } from './deps.ts';
 import { createAccountDeletionActivities } from './account-deletion.activity.ts';
+import { createIngestActivities } from './ingest.activity.ts';
 import { createRecordSelfCheck } from './record-self-check.activity.ts';
 import { createSettleReservation } from './settle-reservation.activity.ts';
 
@@ -9,6 +10,7 @@ export function createActivities(deps: ActivityDeps) {
     recordSelfCheck: createRecordSelfCheck(deps),
     ...createAccountDeletionActivities(deps),
     settleReservation: createSettleReservation(deps),
+    ...createIngestActivities(deps),
   };
 }
 

@@ -18,6 +18,7 @@ import { authRoutes } from './routes/auth/index.ts';
 import { cliAuthRoutes } from './routes/cli-auth/index.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health/index.ts';
 import { ingestJobRoutes } from './routes/ingest/jobs.ts';
+import { ingestSubmitRoutes } from './routes/ingest/submit.ts';
 
 export type AppDeps = {
   config: Config;
@@ -68,6 +69,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(deletionRoutes, { config: deps.config, temporal: deps.temporal });
     await app.register(accessRoutes);
     await app.register(ingestJobRoutes);
+    await app.register(ingestSubmitRoutes, { config: deps.config, temporal: deps.temporal });
   }
   return app;
 }

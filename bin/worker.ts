@@ -15,6 +15,7 @@ runMain(async () => {
     temporalAddress: requireTemporalAddress(config),
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
+    ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs },
   });
 
   // worker.shutdown() lets in-flight activities finish (shutdownGraceTime); run() then resolves.

@@ -7,6 +7,7 @@ import { withAdminContext } from './admin/context.ts';
 import { accountCreateCommand, accountDisableCommand, accountListCommand } from './admin/commands/account.ts';
 import { creditsGrantCommand, creditsShowCommand, limitsSetCommand } from './admin/commands/credits.ts';
 import { selfcheckCommand } from './admin/commands/selfcheck.ts';
+import { sourceReleaseCommand } from './admin/commands/source.ts';
 import { UsageError, type AdminCommand } from './admin/registry.ts';
 
 const commands: AdminCommand[] = [
@@ -16,6 +17,7 @@ const commands: AdminCommand[] = [
   creditsGrantCommand,
   creditsShowCommand,
   limitsSetCommand,
+  sourceReleaseCommand,
   selfcheckCommand,
 ];
 

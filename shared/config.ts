@@ -62,6 +62,7 @@ const envSchema = z.object({
   PUBLIC_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   ALLOWED_ORIGINS: originList,
   INGEST_URL_ALLOWLIST: originList,
+  INGEST_FETCH_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SESSION_LIFETIME_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(168),
   SESSION_IDLE_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24),
@@ -106,6 +107,7 @@ export type Config = {
   publicBaseUrl: string;
   allowedOrigins: string[];
   ingestUrlAllowlist: string[];
+  ingestFetchTimeoutMs: number;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   migrateOnStart: boolean;
   shutdownTimeoutMs: number;
@@ -173,6 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     publicBaseUrl,
     allowedOrigins: e.ALLOWED_ORIGINS ?? [new URL(publicBaseUrl).origin],
     ingestUrlAllowlist: e.INGEST_URL_ALLOWLIST ?? [],
+    ingestFetchTimeoutMs: e.INGEST_FETCH_TIMEOUT_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
     migrateOnStart: e.MIGRATE_ON_START,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

@@ -71,13 +71,15 @@ export const authPlugin = fp(
       const rule = request.routeOptions.config?.auth;
       if (!rule) return;
       if (rule.csrf === 'always') checkCsrf(request, opts.config.allowedOrigins);
+      if (rule.accept.length === 0) return; // takes no credential (sign-in): whatever is sent is ignored
 
       const onError = (err: unknown) => request.log.warn({ err }, 'credential last-used update failed');
       let principal: Principal | null = null;
       const header = request.headers.authorization;
       if (header !== undefined) {
         // An Authorization header is the credential; a cookie sent alongside it is ignored.
-        const match = /^Bearer ([A-Za-z0-9._~+/=-]{1,512})$/.exec(header);
+        // The scheme name is case-insensitive (RFC 9110).
+        const match = /^Bearer ([A-Za-z0-9._~+/=-]{1,512})$/i.exec(header);
         if (!match) throw unauthorized('Malformed Authorization header; use "Bearer <credential>".');
         principal =
           (await resolveApiKey(request.em, match[1]!, onError)) ??

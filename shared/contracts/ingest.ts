@@ -36,3 +36,61 @@ export const JobIdParams = z.strictObject({ jobId: z.uuid() });
 export const JobReadResponse = z
   .object({ schemaVersion: z.literal('service-ingest-job-v1'), job: Job })
   .meta({ id: 'JobReadResponse' });
+
+export const MAX_FILE_BYTES = 50_000_000;
+export const CONTENT_TYPES = ['application/pdf', 'text/markdown', 'text/plain', 'text/html', 'application/json'] as const;
+
+const IdempotencyKey = z.string().min(8).max(160);
+/** YYYY-MM-DD, and a real calendar date. */
+const DatedAt = z.iso.date();
+
+const common = {
+  dryRun: z.boolean().default(true),
+  datedAt: DatedAt.optional(),
+  idempotencyKey: IdempotencyKey.optional(),
+};
+
+export const UrlIngestRequest = z
+  .strictObject({ url: z.string().min(1).max(2048), ...common })
+  .meta({ id: 'UrlIngestRequest' });
+
+export const FileIngestRequest = z
+  .strictObject({
+    filename: z.string().trim().min(1).max(255),
+    contentType: z.enum(CONTENT_TYPES),
+    // Checked by length and alphabet here; the decoded size (<= 50,000,000 bytes, else 413) is computed
+    // from the length before anything is decoded.
+    contentBase64: z.string().min(1).max(70_000_000),
+    ...common,
+  })
+  .meta({ id: 'FileIngestRequest' });
+
+export const Plan = z
+  .object({
+    summary: z.string(),
+    title: z.string().nullable(),
+    contentType: z.string(),
+    sizeBytes: z.int(),
+    finalUrl: z.string().nullable(),
+    structureOnly: z.boolean(),
+    sections: z.int(),
+    pages: z.int().nullable(),
+    records: z.object({ sourceExcerpts: z.int(), facts: z.int(), links: z.int(), total: z.int() }),
+    estimatedCredits: z.int(),
+    warnings: z.array(z.string()),
+  })
+  .meta({ id: 'IngestPlan' });
+
+export const UrlPlanResponse = z
+  .object({ schemaVersion: z.literal('service-url-ingest-plan-v1'), mode: z.literal('dry-run'), plan: Plan })
+  .meta({ id: 'UrlPlanResponse' });
+
+export const FilePlanResponse = z
+  .object({ schemaVersion: z.literal('service-file-ingest-plan-v1'), mode: z.literal('dry-run'), plan: Plan })
+  .meta({ id: 'FilePlanResponse' });
+
+export const JobResponse = z
+  .object({ schemaVersion: z.literal('service-ingest-job-v1'), mode: z.literal('queued'), created: z.boolean(), job: Job })
+  .meta({ id: 'JobResponse' });
+
+export const SourceIdParams = z.strictObject({ sourceId: z.uuid() });

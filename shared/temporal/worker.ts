@@ -35,6 +35,7 @@ export type WorkerDeps = {
   temporalAddress: string;
   namespace: string;
   taskQueue: string;
+  ingest: { urlAllowlist: string[]; fetchTimeoutMs: number };
   /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
   workflowBundle?: WorkflowBundle;
   identity?: string;
@@ -50,6 +51,7 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
     orm: deps.orm,
     logger: deps.logger.child({ component: 'activities' }),
     workerIdentity: identity,
+    ingest: deps.ingest,
   });
   const worker = await Worker.create({
     connection,

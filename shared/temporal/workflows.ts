@@ -1,5 +1,11 @@
 import type { Client } from '@temporalio/client';
-import type { accountDeletionWorkflow, creditSettlementWorkflow, selfCheckWorkflow } from '../../workflows/index.ts';
+import type {
+  accountDeletionWorkflow,
+  creditSettlementWorkflow,
+  ingestWorkflow,
+  selfCheckWorkflow,
+  sourceDeletionWorkflow,
+} from '../../workflows/index.ts';
 
 /**
  * Typed helpers for starting workflows, with their id scheme in one place. Ids are derived from the
@@ -48,5 +54,37 @@ export async function startCreditSettlement(client: Client, taskQueue: string, r
     args: [{ reservationId }],
     startDelay: graceMs,
     workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+}
+
+export const ingestWorkflowId = (jobId: string) => `ingest-${jobId}`;
+
+/** One workflow per ingest job; starting it again joins the existing execution. */
+export async function startIngestJob(client: Client, taskQueue: string, jobId: string) {
+  return client.workflow.start<typeof ingestWorkflow>('ingestWorkflow', {
+    taskQueue,
+    workflowId: ingestWorkflowId(jobId),
+    args: [{ jobId }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+  }).catch((err: unknown) => {
+    // A finished execution with this id means the job already ran: nothing to start.
+    if ((err as { name?: string }).name === 'WorkflowExecutionAlreadyStartedError') return null;
+    throw err;
+  });
+}
+
+export const sourceDeletionWorkflowId = (jobId: string) => `source-deletion-${jobId}`;
+
+export async function startSourceDeletion(client: Client, taskQueue: string, jobId: string) {
+  return client.workflow.start<typeof sourceDeletionWorkflow>('sourceDeletionWorkflow', {
+    taskQueue,
+    workflowId: sourceDeletionWorkflowId(jobId),
+    args: [{ jobId }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+  }).catch((err: unknown) => {
+    if ((err as { name?: string }).name === 'WorkflowExecutionAlreadyStartedError') return null;
+    throw err;
   });
 }

@@ -55,7 +55,7 @@ export async function startApi(opts: {
 }
 
 /** A real worker on its own task queue, using the run's prebuilt workflow bundle. */
-export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: Logger }) {
+export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[] }) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
   const handle: CairnWorker = await createWorker({
     orm: opts.orm,
@@ -63,6 +63,7 @@ export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: 
     temporalAddress: inject('temporalAddress'),
     namespace: 'default',
     taskQueue: opts.taskQueue,
+    ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000 },
     workflowBundle: { code },
   });
   const running = handle.worker.run();

@@ -71,7 +71,8 @@ export const apiKeyRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         summary: 'Replace an API key; the previous key stops working at once',
         params: ApiKeyIdParams,
-        body: ApiKeyRotateRequest.optional(),
+        // No body at all arrives as null: the rotate body is optional.
+        body: ApiKeyRotateRequest.nullish(),
         response: { 201: ApiKeyWithSecretResponse, ...errors },
       },
     },

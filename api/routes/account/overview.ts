@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { AccountOverview, OverviewQuery } from '../../../shared/contracts/account.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
+import { overviewLists } from '../../../shared/ingest/sources.ts';
 import { getCreditBalance } from '../../../shared/metering/credits.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { ACCOUNT_MANAGEMENT } from './api-keys.ts';
@@ -20,14 +21,17 @@ export const overviewRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const p = principalOf(request);
       const credits = await getCreditBalance(request.em, p.accountId);
+      const lists = await overviewLists(request.em, p.accountId, {
+        sources: request.query.sourceLimit,
+        jobs: request.query.ingestJobLimit,
+      });
       return {
         schemaVersion: 'service-account-overview-v2' as const,
         account: { email: p.email, displayName: p.displayName },
         credits: { totalCreditsRemaining: credits.totalRemaining },
-        // Sources, records and jobs exist once ingest lands; until then an account has none.
-        recordCounts: { total: 0 },
-        sources: [],
-        ingestJobs: [],
+        recordCounts: { total: lists.recordTotal },
+        sources: lists.sources,
+        ingestJobs: lists.ingestJobs,
       };
     },
   );

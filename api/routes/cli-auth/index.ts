@@ -24,12 +24,12 @@ export const cliAuthRoutes: FastifyPluginAsyncZod<{ config: Config }> = async (a
       schema: {
         tags: ['sign-in'],
         summary: 'Start CLI device sign-in',
-        body: CliDeviceAuthorizationRequest,
+        body: CliDeviceAuthorizationRequest.nullish(),
         response: { 201: CliDeviceAuthorizationResponse, ...errors },
       },
     },
     async (request, reply) => {
-      const { deviceCode, device } = await createDeviceAuthorization(request.em, config.auth, request.body.clientName);
+      const { deviceCode, device } = await createDeviceAuthorization(request.em, config.auth, request.body?.clientName);
       return reply.code(201).send({
         schemaVersion: 'service-cli-device-authorization-v1' as const,
         deviceCode,

@@ -20,6 +20,14 @@ export const IngestJobSchema = defineEntity({
     createdAt: p.datetime(),
     updatedAt: p.datetime().onUpdate(() => new Date()),
     completedAt: p.datetime().nullable(),
+    sourceUrl: p.text().nullable(),
+    filename: p.text().nullable(),
+    contentType: p.text().nullable(),
+    datedAt: p.string().columnType('date').nullable(),
+    title: p.text().nullable(),
+    sizeBytes: p.bigint('number').nullable(),
+    recordCounts: p.json<{ sourceExcerpts: number; facts: number; links: number; total: number }>().nullable(),
+    quarantineReason: p.text().nullable(),
   },
 });
 export class IngestJob extends IngestJobSchema.class {}

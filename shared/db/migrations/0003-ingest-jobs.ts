@@ -14,7 +14,8 @@ export class Migration0003IngestJobs extends Migration {
       source_id uuid,
       attempts integer not null default 0,
       failure jsonb,
-      created_at timestamptz not null default now(),
+      -- Millisecond precision, as JavaScript dates have: page cursors carry created_at exactly.
+      created_at timestamptz not null default date_trunc('milliseconds', now()),
       updated_at timestamptz not null default now(),
       completed_at timestamptz,
       unique (account_id, idempotency_key)

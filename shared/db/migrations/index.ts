@@ -2,6 +2,7 @@ import { Migration0001Init } from './0001-init.ts';
 import { Migration0002Accounts } from './0002-accounts.ts';
 import { Migration0003IngestJobs } from './0003-ingest-jobs.ts';
 import { Migration0004Metering } from './0004-metering.ts';
+import { Migration0005Ingest } from './0005-ingest.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -12,4 +13,5 @@ export const migrationsList = [
   { name: '0002-accounts', class: Migration0002Accounts },
   { name: '0003-ingest-jobs', class: Migration0003IngestJobs },
   { name: '0004-metering', class: Migration0004Metering },
+  { name: '0005-ingest', class: Migration0005Ingest },
 ];

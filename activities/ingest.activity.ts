@@ -1,0 +1,68 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { AppError } from '../shared/errors.ts';
+import { ExtractionError } from '../shared/ingest/extract/index.ts';
+import {
+  acquireSource,
+  buildSourceRecords,
+  completeDeletionJob,
+  completeJob,
+  deleteSourceRecords,
+  failJob,
+  recordAttempt,
+  UnsupportedSourceError,
+} from '../shared/ingest/process.ts';
+import { FetchRefusedError } from '../shared/ingest/safe-fetch.ts';
+import type { ActivityDeps } from './deps.ts';
+
+/**
+ * Known refusals become non-retryable failures carrying a message safe to show the user; transient
+ * fetch problems stay retryable (and say so in the job's failure once retries are spent).
+ */
+function asFailure(err: unknown): unknown {
+  if (err instanceof FetchRefusedError) {
+    return ApplicationFailure.create({
+      type: 'IngestRefused', message: err.publicMessage, nonRetryable: !err.retryable, details: [{ retryable: err.retryable }],
+    });
+  }
+  if (err instanceof ExtractionError || err instanceof UnsupportedSourceError) {
+    return ApplicationFailure.create({ type: 'IngestRefused', message: err.publicMessage, nonRetryable: true, details: [{ retryable: false }] });
+  }
+  if (err instanceof AppError && err.status < 500) {
+    return ApplicationFailure.create({ type: 'IngestRefused', message: err.message, nonRetryable: true, details: [{ retryable: false }] });
+  }
+  return err;
+}
+
+export function createIngestActivities(deps: ActivityDeps) {
+  const policy = { allowlist: deps.ingest.urlAllowlist };
+  return {
+    async acquireIngestSource(input: { jobId: string }) {
+      const em = deps.orm.em.fork();
+      await recordAttempt(em, input.jobId, Context.current().info.attempt);
+      try {
+        return await acquireSource(em, input.jobId, { policy, timeoutMs: deps.ingest.fetchTimeoutMs });
+      } catch (err) {
+        throw asFailure(err);
+      }
+    },
+    async buildIngestRecords(input: { jobId: string; crossSiteRedirect: boolean }) {
+      try {
+        return await buildSourceRecords(deps.orm.em.fork(), input.jobId, { crossSiteRedirect: input.crossSiteRedirect });
+      } catch (err) {
+        throw asFailure(err);
+      }
+    },
+    async completeIngestJob(input: { jobId: string; status: 'succeeded' | 'quarantined' }) {
+      await completeJob(deps.orm.em.fork(), input.jobId, input.status);
+    },
+    async failIngestJob(input: { jobId: string; message: string; retryable: boolean }) {
+      await failJob(deps.orm.em.fork(), input.jobId, { message: input.message, retryable: input.retryable });
+    },
+    async deleteSourceRecords(input: { jobId: string }) {
+      await deleteSourceRecords(deps.orm.em.fork(), input.jobId);
+    },
+    async completeSourceDeletion(input: { jobId: string }) {
+      await completeDeletionJob(deps.orm.em.fork(), input.jobId);
+    },
+  };
+}

@@ -1,0 +1,112 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Config } from '../../../shared/config.ts';
+import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
+import {
+  FileIngestRequest,
+  FilePlanResponse,
+  JobResponse,
+  SourceIdParams,
+  UrlIngestRequest,
+  UrlPlanResponse,
+} from '../../../shared/contracts/ingest.ts';
+import { publicJob } from '../../../shared/ingest/jobs.ts';
+import { planFor } from '../../../shared/ingest/plan.ts';
+import { requestSourceDeletion } from '../../../shared/ingest/sources.ts';
+import { decodeUpload, previewUrl, submitFile, submitUrl, type IngestDeps } from '../../../shared/ingest/submit.ts';
+import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
+import { principalOf } from '../../plugins/auth.ts';
+import { INGEST_READ } from './jobs.ts';
+
+const errors = {
+  400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope,
+  413: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope,
+};
+const tags = ['ingest'];
+/** 50,000,000 bytes of base64 is about 66.7 MB; the body limit lets such a request be answered (413), not dropped. */
+const FILE_BODY_LIMIT = 72 * 1024 * 1024;
+
+export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; temporal: TemporalClientHandle }> = async (
+  app,
+  { config, temporal },
+) => {
+  const deps = (em: IngestDeps['em']): IngestDeps => ({
+    em,
+    temporal: temporal.client,
+    taskQueue: config.temporal.taskQueue,
+    policy: { allowlist: config.ingestUrlAllowlist },
+    fetchTimeoutMs: config.ingestFetchTimeoutMs,
+  });
+
+  app.post(
+    '/v1/ingest/url',
+    {
+      config: { auth: INGEST_READ },
+      schema: {
+        tags,
+        summary: 'Preview (dry run, the default) or queue (dryRun false) the ingest of a URL',
+        body: UrlIngestRequest,
+        response: { 200: UrlPlanResponse.or(JobResponse), 202: JobResponse, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      if (body.dryRun) {
+        const plan = await previewUrl(deps(request.em), body.url);
+        return reply.code(200).send({ schemaVersion: 'service-url-ingest-plan-v1' as const, mode: 'dry-run' as const, plan });
+      }
+      const r = await submitUrl(deps(request.em), principalOf(request), body);
+      return reply
+        .code(r.created ? 202 : 200)
+        .headers(r.headers)
+        .send({ schemaVersion: 'service-ingest-job-v1' as const, mode: 'queued' as const, created: r.created, job: publicJob(r.job) });
+    },
+  );
+
+  app.post(
+    '/v1/ingest/file',
+    {
+      bodyLimit: FILE_BODY_LIMIT,
+      config: { auth: INGEST_READ },
+      schema: {
+        tags,
+        summary: 'Preview (dry run, the default) or queue (dryRun false) the ingest of an uploaded file',
+        body: FileIngestRequest,
+        response: { 200: FilePlanResponse.or(JobResponse), 202: JobResponse, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const bytes = decodeUpload(body.contentBase64);
+      if (body.dryRun) {
+        const plan = await planFor(bytes, body.contentType, null);
+        return reply.code(200).send({ schemaVersion: 'service-file-ingest-plan-v1' as const, mode: 'dry-run' as const, plan });
+      }
+      const r = await submitFile(deps(request.em), principalOf(request), { ...body, bytes });
+      return reply
+        .code(r.created ? 202 : 200)
+        .headers(r.headers)
+        .send({ schemaVersion: 'service-ingest-job-v1' as const, mode: 'queued' as const, created: r.created, job: publicJob(r.job) });
+    },
+  );
+
+  app.delete(
+    '/v1/sources/:sourceId',
+    {
+      config: { auth: INGEST_READ },
+      schema: {
+        tags,
+        summary: 'Delete a source (its id is the id of the ingest job that created it); poll the returned job',
+        params: SourceIdParams,
+        response: { 200: JobResponse, 202: JobResponse, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const r = await requestSourceDeletion(
+        request.em, temporal.client, config.temporal.taskQueue, principalOf(request).accountId, request.params.sourceId,
+      );
+      return reply
+        .code(r.created ? 202 : 200)
+        .send({ schemaVersion: 'service-ingest-job-v1' as const, mode: 'queued' as const, created: r.created, job: publicJob(r.job) });
+    },
+  );
+};

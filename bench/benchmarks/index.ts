@@ -1,0 +1,5 @@
+import type { Benchmark } from '../lib/benchmark.ts';
+import { auth } from './auth.ts';
+
+/** Every benchmark, in the order `npm run bench` runs them and docs/benchmarks.md lists them. */
+export const benchmarks: Benchmark[] = [auth];

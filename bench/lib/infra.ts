@@ -1,0 +1,127 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import pg from 'pg';
+import { ensureDatabase, startEmbeddedPostgres } from '../../shared/db/embedded.ts';
+import { createOrm, migrate, type Orm } from '../../shared/db/orm.ts';
+import type { Logger } from '../../shared/logger.ts';
+import { resolveTemporalCli } from '../../shared/temporal/cli.ts';
+
+// The infrastructure a benchmark run needs, provided the way the test global setup does it:
+// DATABASE_URL / TEMPORAL_ADDRESS when set, otherwise a throwaway embedded PostgreSQL in a temporary
+// directory and a headless Temporal dev server. Each is started on first use only, once per run, and
+// everything started is stopped by `stop()` (in reverse order).
+
+export const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export type PostgresInfo = {
+  /** A URL with rights to create databases; benchmarks create their own database from it. */
+  adminUrl: string;
+  source: 'embedded' | 'DATABASE_URL';
+};
+
+export class Infra {
+  private cleanups: (() => Promise<unknown>)[] = [];
+  private postgresStarted: Promise<PostgresInfo> | undefined;
+  private temporalStarted: Promise<string> | undefined;
+  private stopping: Promise<void> | undefined;
+
+  private defer(cleanup: () => Promise<unknown>) {
+    if (this.stopping) {
+      // Started while stopping (an interrupted benchmark still finishing a step): undo it at once.
+      void cleanup().catch(() => {});
+      return;
+    }
+    this.cleanups.push(cleanup);
+  }
+
+  postgres(): Promise<PostgresInfo> {
+    this.postgresStarted ??= this.startPostgres();
+    return this.postgresStarted;
+  }
+
+  temporal(): Promise<string> {
+    this.temporalStarted ??= this.startTemporal();
+    return this.temporalStarted;
+  }
+
+  private async startPostgres(): Promise<PostgresInfo> {
+    if (process.env.DATABASE_URL) return { adminUrl: process.env.DATABASE_URL, source: 'DATABASE_URL' };
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'cairn-bench-'));
+    this.defer(() => rm(tmp, { recursive: true, force: true }));
+    // As root, embedded PostgreSQL runs as a dedicated user that must be able to enter this directory.
+    await chmod(tmp, 0o755);
+    const db = await startEmbeddedPostgres({ dataDir: tmp, port: await freePort(), database: 'postgres', log });
+    this.defer(db.stop);
+    log('embedded PostgreSQL started');
+    return { adminUrl: db.url, source: 'embedded' };
+  }
+
+  private async startTemporal(): Promise<string> {
+    if (process.env.TEMPORAL_ADDRESS) return process.env.TEMPORAL_ADDRESS;
+    const cli = await resolveTemporalCli({ configured: process.env.TEMPORAL_CLI, log });
+    const env = await TestWorkflowEnvironment.createLocal({
+      server: { executable: { type: 'existing-path', path: cli }, ip: '127.0.0.1', ui: false },
+    });
+    this.defer(() => env.teardown());
+    log(`Temporal dev server at ${env.address}`);
+    return env.address;
+  }
+
+  /**
+   * A new database named cairn_bench_<random>, migrated. It is dropped again by `stop()` (so a shared
+   * DATABASE_URL server is left as it was found).
+   */
+  async freshDatabase(logger?: Logger): Promise<{ url: string; orm: Orm }> {
+    const { adminUrl } = await this.postgres();
+    const url = new URL(adminUrl);
+    const name = `cairn_bench_${randomBytes(4).toString('hex')}`;
+    url.pathname = `/${name}`;
+    await ensureDatabase(url.toString());
+    this.defer(() => dropDatabase(adminUrl, name));
+    const orm = await createOrm(url.toString(), logger);
+    this.defer(() => orm.close());
+    await migrate(orm);
+    return { url: url.toString(), orm };
+  }
+
+  /** Registers a cleanup that runs at `stop()`, before what was started earlier. */
+  onStop(cleanup: () => Promise<unknown>) {
+    this.defer(cleanup);
+  }
+
+  /** Stops everything started, in reverse order; later calls get the same promise. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      const cleanups = this.cleanups.reverse();
+      this.cleanups = [];
+      for (const c of cleanups) await c().catch((err: unknown) => log(`cleanup failed: ${String(err)}`));
+    })();
+    return this.stopping;
+  }
+}
+
+async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`drop database if exists "${name}" with (force)`);
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,128 @@
+import { readdir, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import pg from 'pg';
+
+export type Machine = {
+  cpu: string;
+  cores: number;
+  memoryGiB: number;
+  os: string;
+  node: string;
+  postgres: string;
+  postgresSource: 'embedded' | 'DATABASE_URL';
+};
+
+/** What the numbers were measured on. The database URL itself is never recorded (it may hold a password). */
+export async function describeMachine(databaseUrl: string, postgresSource: Machine['postgresSource']): Promise<Machine> {
+  const cpus = os.cpus();
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  let version: string;
+  try {
+    const { rows } = await client.query<{ version: string }>('select version()');
+    version = rows[0]!.version;
+  } finally {
+    await client.end();
+  }
+  return {
+    cpu: cpus[0]?.model.trim() ?? 'unknown',
+    cores: cpus.length,
+    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    // "PostgreSQL 18.1 on x86_64-pc-linux-gnu, compiled by ..." -> "PostgreSQL 18.1"
+    postgres: version.split(' on ')[0]!.trim(),
+    postgresSource,
+  };
+}
+
+export function machineLine(m: Machine): string {
+  return (
+    `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.os}; Node ${m.node}; ` +
+    `${m.postgres} (${m.postgresSource === 'embedded' ? 'embedded' : 'DATABASE_URL'})`
+  );
+}
+
+/**
+ * Share of CPU time idle across all cores over `ms`: a benchmark started while something else keeps the
+ * cores busy measures that too, so the runner records this and warns.
+ */
+export async function cpuIdlePercent(ms = 2000): Promise<number> {
+  const total = () =>
+    os.cpus().reduce(
+      (acc, c) => {
+        const t = c.times;
+        acc.idle += t.idle;
+        acc.all += t.user + t.nice + t.sys + t.idle + t.irq;
+        return acc;
+      },
+      { idle: 0, all: 0 },
+    );
+  const before = total();
+  await new Promise((r) => setTimeout(r, ms));
+  const after = total();
+  const all = after.all - before.all;
+  return all > 0 ? Math.round(((after.idle - before.idle) / all) * 100) : 100;
+}
+
+type CpuSnapshot = { machineBusy: number; machineAll: number; ours: number };
+
+/** Busy and total CPU ticks of the machine (/proc/stat) and ticks used by this process and its descendants. */
+async function cpuSnapshot(): Promise<CpuSnapshot | undefined> {
+  let stat: string;
+  try {
+    stat = await readFile('/proc/stat', 'utf8');
+  } catch {
+    return undefined; // not Linux: no accounting
+  }
+  // cpu  user nice system idle iowait irq softirq steal ...
+  const f = stat.split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = f as [number, number, number, number, number, number, number, number];
+  // Only time charged to processes: interrupt work (loopback networking is mostly softirq) and time the
+  // hypervisor took belong to no process, so they count as neither ours nor others'.
+  const machineBusy = user + nice + system;
+  const machineAll = machineBusy + idle + iowait + irq + softirq + steal;
+
+  const procs = new Map<number, { ppid: number; ticks: number }>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const text = await readFile(`/proc/${entry}/stat`, 'utf8');
+      // Fields after the parenthesised command: state ppid ... utime(14) stime(15) cutime(16) cstime(17)
+      const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      const ppid = Number(rest[1]);
+      const ticks = Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]);
+      procs.set(Number(entry), { ppid, ticks });
+    } catch {
+      // the process ended while we looked: its time is in its parent's cutime/cstime by the next snapshot
+    }
+  }
+  const children = new Map<number, number[]>();
+  for (const [pid, p] of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), pid]);
+  let ours = 0;
+  const stack = [process.pid];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    ours += procs.get(pid)?.ticks ?? 0;
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return { machineBusy, machineAll, ours };
+}
+
+/**
+ * Starts accounting for CPU time that other processes (not this one, its worker threads or its children
+ * such as the embedded PostgreSQL) use while a benchmark runs. `stop()` answers the share of the whole
+ * machine's CPU they used, in percent (undefined where /proc is not available). An external database
+ * (DATABASE_URL) on this machine counts as another process.
+ */
+export async function startCpuAccounting(): Promise<{ stop(): Promise<number | undefined> }> {
+  const before = await cpuSnapshot();
+  return {
+    async stop() {
+      const after = await cpuSnapshot();
+      if (!before || !after || after.machineAll <= before.machineAll) return undefined;
+      const others = after.machineBusy - before.machineBusy - (after.ours - before.ours);
+      return Math.max(0, Math.round((others / (after.machineAll - before.machineAll)) * 1000) / 10);
+    },
+  };
+}

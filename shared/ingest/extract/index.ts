@@ -1,0 +1,132 @@
+/**
+ * Document extraction for ingest: bytes of one of the five supported content types in, canonical
+ * plain text with exact section and hyperlink offsets out. Records are built from the result by
+ * ../records.ts.
+ *
+ * Previews (dry runs) pass `structureOnlyAboveChars`: a document whose text is larger than that is
+ * returned as its structure only (title, heading outline, page count) with a warning; live
+ * processing omits the option and always extracts in full.
+ */
+import { decodeText, hasPdfMagic, isSupportedContentType, parseJsonBytes } from './decode.ts';
+import { extractHtml } from './html.ts';
+import { extractJson } from './json.ts';
+import { extractMarkdown } from './markdown.ts';
+import { extractPdf } from './pdf.ts';
+import { extractPlain } from './plain.ts';
+import {
+  ExtractionError,
+  type ExtractContext,
+  type ExtractedDocument,
+  type OutlineEntry,
+  type RawExtraction,
+  type Section,
+  type SupportedContentType,
+} from './types.ts';
+
+export { SUPPORTED_CONTENT_TYPES, ExtractionError } from './types.ts';
+export type {
+  DocLink,
+  ExtractedDocument,
+  ExtractionFailureReason,
+  Section,
+  SupportedContentType,
+} from './types.ts';
+export { assertContentMatches, normalizeContentType } from './decode.ts';
+
+/** The dry-run text limit of the spec (section 8): about 384 KB. */
+export const PREVIEW_TEXT_LIMIT_CHARS = 384_000;
+
+export const structureOnlyWarning = (limit = PREVIEW_TEXT_LIMIT_CHARS) =>
+  `Only document structure was previewed: the text is larger than about ${Math.round(limit / 1000)} KB; live processing extracts it in full.`;
+
+export type ExtractOptions = {
+  /**
+   * Preview mode: above this many characters of text only the structure is returned. Present (even
+   * as undefined) means preview with the default of 384,000; absent means full extraction.
+   */
+  structureOnlyAboveChars?: number;
+  /** Where the document came from: relative hyperlinks are resolved against it. */
+  sourceUrl?: string;
+};
+
+/** The outline as text: one line per heading (its last path element), one section per line. */
+function structureOf(outline: OutlineEntry[]): { text: string; sections: Section[] } {
+  const lines: string[] = [];
+  const sections: Section[] = [];
+  let pos = 0;
+  for (const o of outline) {
+    const line = o.path[o.path.length - 1];
+    if (!line) continue;
+    if (lines.length > 0) pos += 1;
+    const s: Section = { path: o.path, start: pos, end: pos + line.length };
+    if (o.page !== undefined) s.page = o.page;
+    sections.push(s);
+    lines.push(line);
+    pos += line.length;
+  }
+  // Sections partition the text: each owns the newline after it.
+  for (let i = 0; i + 1 < sections.length; i++) sections[i]!.end = sections[i + 1]!.start;
+  return { text: lines.join('\n'), sections };
+}
+
+async function run(bytes: Uint8Array, contentType: SupportedContentType, ctx: ExtractContext): Promise<RawExtraction> {
+  switch (contentType) {
+    case 'application/pdf':
+      if (!hasPdfMagic(bytes)) {
+        throw new ExtractionError('type_mismatch', undefined, { detail: 'content declared as application/pdf has no %PDF- header' });
+      }
+      return extractPdf(bytes, ctx);
+    case 'application/json':
+      return extractJson(parseJsonBytes(bytes), ctx);
+    case 'text/markdown':
+      return extractMarkdown(decodeText(bytes, contentType), ctx);
+    case 'text/html':
+      return extractHtml(decodeText(bytes, contentType), ctx);
+    case 'text/plain':
+      return extractPlain(decodeText(bytes, contentType), ctx);
+  }
+}
+
+/**
+ * Extracts one document. Throws ExtractionError: 'type_mismatch' when the bytes are not what the
+ * content type says, 'encrypted' / 'corrupt' for unreadable PDFs, 'empty' when there is no text,
+ * 'unsupported' for a content type outside SUPPORTED_CONTENT_TYPES.
+ */
+export async function extract(
+  bytes: Uint8Array,
+  contentType: SupportedContentType,
+  opts?: ExtractOptions,
+): Promise<ExtractedDocument> {
+  if (!isSupportedContentType(contentType)) throw new ExtractionError('unsupported');
+  const preview = opts !== undefined && 'structureOnlyAboveChars' in opts;
+  const limit = preview ? (opts.structureOnlyAboveChars ?? PREVIEW_TEXT_LIMIT_CHARS) : Number.POSITIVE_INFINITY;
+  if (bytes.length === 0) throw new ExtractionError('empty');
+  const ctx: ExtractContext = { limit };
+  if (opts?.sourceUrl) ctx.sourceUrl = opts.sourceUrl;
+
+  const raw = await run(bytes, contentType, ctx);
+  if (preview && (raw.overLimit || raw.text.length > limit)) {
+    const { text, sections } = structureOf(raw.outline);
+    return {
+      contentType,
+      title: raw.title,
+      text,
+      sections,
+      links: [],
+      pages: raw.pages,
+      warnings: [...raw.warnings, structureOnlyWarning(limit)],
+      structureOnly: true,
+    };
+  }
+  if (!raw.text.trim()) throw new ExtractionError('empty');
+  return {
+    contentType,
+    title: raw.title,
+    text: raw.text,
+    sections: raw.sections,
+    links: raw.links,
+    pages: raw.pages,
+    warnings: raw.warnings,
+    structureOnly: false,
+  };
+}

@@ -1,0 +1,347 @@
+/**
+ * Markdown (CommonMark + GFM) through mdast-util-from-markdown. The canonical text is the rendered
+ * plain text: headings and paragraphs without markup, link anchor text (hrefs collected as links),
+ * code blocks verbatim, table rows as "a | b". Headings form the section tree.
+ *
+ * micromark slows down more than linearly with the number of blocks in one parse, so large sources
+ * are parsed in chunks cut at top-level block boundaries (a non-indented line after a blank line,
+ * outside fenced code and multi-line HTML blocks). Link reference definitions are repeated in front
+ * of every chunk so references still resolve.
+ */
+import { fromMarkdown } from 'mdast-util-from-markdown';
+import { gfmFromMarkdown } from 'mdast-util-gfm';
+import { gfm } from 'micromark-extension-gfm';
+import type { Nodes, Root } from 'mdast';
+import { DocumentBuilder, InlineBuffer, collapseWhitespace, resolveHref, stripInvisible } from './builder.ts';
+import { extractPlain } from './plain.ts';
+import type { ExtractContext, OutlineEntry, RawExtraction } from './types.ts';
+
+const CHUNK_ABOVE = 16_384;
+const CHUNK_TARGET = 4_096;
+const MAX_PRELUDE = 16_384;
+
+const parseOptions = { extensions: [gfm()], mdastExtensions: [gfmFromMarkdown()] };
+
+/** Removes YAML front matter; returns the body and a `title:` value if present. */
+function stripFrontMatter(src: string): { body: string; title: string | null } {
+  if (!/^---[ \t]*\n/.test(src)) return { body: src, title: null };
+  const end = /\n(?:---|\.\.\.)[ \t]*(?:\n|$)/.exec(src.slice(0, 65_536));
+  if (!end) return { body: src, title: null };
+  const fm = src.slice(0, end.index);
+  const t = /^title:[ \t]*(.+)$/m.exec(fm);
+  const title = t ? collapseWhitespace(t[1]!.replace(/^["']|["']$/g, '')) || null : null;
+  // Keep the line count (blank lines) so nothing else shifts meaningfully.
+  return { body: src.slice(end.index + end[0].length), title };
+}
+
+const HTML_BLOCKS: [RegExp, RegExp][] = [
+  [/^ {0,3}<(?:script|pre|style|textarea)(?:\s|>|$)/i, /<\/(?:script|pre|style|textarea)>/i],
+  [/^ {0,3}<!--/, /-->/],
+  [/^ {0,3}<\?/, /\?>/],
+  [/^ {0,3}<![A-Za-z]/, />/],
+  [/^ {0,3}<!\[CDATA\[/, /\]\]>/],
+];
+
+const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+const DEFINITION = /^ {0,3}\[[^\]\n]+\]:[ \t]*\S+(?:[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\([^)\n]*\)))?[ \t]*$/;
+
+type Scan = { cuts: number[]; definitions: string[] };
+
+/** Line scan: safe chunk boundaries and single-line link reference definitions. */
+function scanBlocks(src: string, target: number): Scan {
+  const cuts = [0];
+  const definitions: string[] = [];
+  let fenceClose: RegExp | null = null;
+  let htmlEnd: RegExp | null = null;
+  let prevBlank = true;
+  let chunkStart = 0;
+  let pos = 0;
+  while (pos < src.length) {
+    let nl = src.indexOf('\n', pos);
+    if (nl === -1) nl = src.length;
+    const line = src.slice(pos, nl);
+    const blank = line.trim() === '';
+    if (fenceClose) {
+      if (fenceClose.test(line)) fenceClose = null;
+    } else if (htmlEnd) {
+      if (htmlEnd.test(line)) htmlEnd = null;
+    } else if (!blank) {
+      const c = line.charCodeAt(0);
+      if (prevBlank && pos - chunkStart >= target && c !== 0x20 && c !== 0x09) {
+        cuts.push(pos);
+        chunkStart = pos;
+      }
+      const f = FENCE_OPEN.exec(line);
+      if (f && !(f[1]![0] === '`' && f[2]!.includes('`'))) {
+        fenceClose = new RegExp(`^ {0,3}${f[1]![0] === '`' ? '`' : '~'}{${f[1]!.length},}[ \\t]*$`);
+      } else {
+        for (const [start, end] of HTML_BLOCKS) {
+          const m = start.exec(line);
+          if (m) {
+            if (!end.test(line.slice(m[0].length))) htmlEnd = end;
+            break;
+          }
+        }
+        if (!htmlEnd && prevBlank && DEFINITION.test(line)) definitions.push(line.trim());
+      }
+    }
+    prevBlank = blank;
+    pos = nl + 1;
+  }
+  return { cuts, definitions };
+}
+
+/** A cheap outline (ATX and setext headings outside fences) for structure-only previews. */
+export function markdownOutline(src: string): { title: string | null; outline: OutlineEntry[] } {
+  const { body, title: fmTitle } = stripFrontMatter(src.replace(/\r\n?/g, '\n'));
+  const outline: OutlineEntry[] = [];
+  const stack: { level: number; text: string }[] = [];
+  let title: string | null = fmTitle;
+  let fenceClose: RegExp | null = null;
+  let prev = '';
+  const clean = (s: string) =>
+    collapseWhitespace(
+      s
+        .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
+        .replace(/[*_`~]+/g, '')
+        .replace(/<[^>]*>/g, ''),
+    );
+  const add = (level: number, raw: string) => {
+    const text = clean(raw);
+    if (!text) return;
+    while (stack.length > 0 && stack[stack.length - 1]!.level >= level) stack.pop();
+    stack.push({ level, text });
+    outline.push({ path: stack.map((h) => h.text), level });
+    if (outline.length === 1 && level === 1 && title === null) title = text;
+  };
+  let pos = 0;
+  while (pos < body.length) {
+    let nl = body.indexOf('\n', pos);
+    if (nl === -1) nl = body.length;
+    const line = body.slice(pos, nl);
+    pos = nl + 1;
+    if (fenceClose) {
+      if (fenceClose.test(line)) fenceClose = null;
+      prev = '';
+      continue;
+    }
+    const f = FENCE_OPEN.exec(line);
+    if (f && !(f[1]![0] === '`' && f[2]!.includes('`'))) {
+      fenceClose = new RegExp(`^ {0,3}${f[1]![0] === '`' ? '`' : '~'}{${f[1]!.length},}[ \\t]*$`);
+      prev = '';
+      continue;
+    }
+    const atx = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/.exec(line);
+    if (atx) {
+      add(atx[1]!.length, atx[2] ?? '');
+      prev = '';
+      continue;
+    }
+    if (prev.trim() && /^ {0,3}(=+|-+)[ \t]*$/.test(line) && !/^ {0,3}([-*+]|\d+[.)])\s/.test(prev)) {
+      add(line.trim().startsWith('=') ? 1 : 2, prev);
+      prev = '';
+      continue;
+    }
+    prev = line;
+  }
+  return { title, outline };
+}
+
+type Frame = { node: Nodes; exit: boolean; index?: number; parent?: string };
+
+function collectDefinitions(root: Root, defs: Map<string, string>) {
+  const stack: Nodes[] = [root];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'definition') {
+      if (!defs.has(n.identifier)) defs.set(n.identifier, n.url);
+      continue;
+    }
+    if ('children' in n) for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i] as Nodes);
+  }
+}
+
+const htmlToText = (html: string) =>
+  collapseWhitespace(
+    html
+      .replace(/<!--[\s\S]*?-->/g, ' ')
+      .replace(/<(script|style|template|noscript)\b[\s\S]*?<\/\1\s*>/gi, ' ')
+      .replace(/<[^>]*>/g, ' ')
+      .replace(/&nbsp;/g, ' ')
+      .replace(/&amp;/g, '&')
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'"),
+  );
+
+/** Renders one parsed tree into the builder (iteratively: hostile nesting cannot exhaust the stack). */
+function render(root: Root, b: DocumentBuilder, defs: Map<string, string>, base: string | undefined) {
+  const buf = new InlineBuffer();
+  let rowSep = '\n\n';
+  const flush = (sep = '\n\n') => {
+    if (buf.length > 0) b.block(buf.finish(), sep);
+    else buf.finish();
+  };
+  const stack: Frame[] = [{ node: root, exit: false }];
+  while (stack.length > 0) {
+    const { node: n, exit, index, parent } = stack.pop()!;
+    if (exit) {
+      switch (n.type) {
+        case 'heading':
+          b.heading(n.depth, buf.finish());
+          break;
+        case 'paragraph':
+        case 'blockquote':
+        case 'listItem':
+        case 'list':
+        case 'footnoteDefinition':
+          flush();
+          break;
+        case 'tableRow':
+          flush(rowSep);
+          rowSep = '\n';
+          break;
+        case 'link':
+        case 'linkReference':
+          buf.closeLink();
+          break;
+        default:
+          break;
+      }
+      continue;
+    }
+    let descend = true;
+    switch (n.type) {
+      case 'heading':
+        flush();
+        break;
+      case 'paragraph':
+      case 'blockquote':
+      case 'listItem':
+      case 'list':
+      case 'footnoteDefinition':
+        flush();
+        break;
+      case 'table':
+        flush();
+        rowSep = '\n\n';
+        break;
+      case 'tableRow':
+        flush(rowSep);
+        break;
+      case 'tableCell':
+        if ((index ?? 0) > 0) buf.append(' | ');
+        break;
+      case 'code': {
+        flush();
+        const text = stripInvisible(n.value).replace(/\s+$/, '').replace(/^\s*\n/, '');
+        if (text.trim()) b.block({ text, links: [] });
+        descend = false;
+        break;
+      }
+      case 'html': {
+        descend = false;
+        if (/^<br\s*\/?>$/i.test(n.value.trim())) {
+          buf.hardBreak();
+        } else if (parent !== 'paragraph' && parent !== 'heading' && parent !== 'tableCell' && parent !== 'link') {
+          // A block of raw HTML: keep its visible text.
+          flush();
+          const text = htmlToText(n.value);
+          if (text) b.block({ text, links: [] });
+        }
+        break;
+      }
+      case 'text':
+        buf.append(n.value);
+        descend = false;
+        break;
+      case 'inlineCode':
+        buf.append(n.value);
+        descend = false;
+        break;
+      case 'break':
+        buf.hardBreak();
+        descend = false;
+        break;
+      case 'link':
+        buf.openLink(resolveHref(n.url, base));
+        break;
+      case 'linkReference': {
+        const url = defs.get(n.identifier);
+        buf.openLink(url === undefined ? null : resolveHref(url, base));
+        break;
+      }
+      case 'image':
+      case 'imageReference':
+      case 'footnoteReference':
+      case 'definition':
+      case 'thematicBreak':
+      case 'yaml':
+        descend = false;
+        break;
+      default:
+        break;
+    }
+    if (!descend) continue;
+    stack.push({ node: n, exit: true });
+    if ('children' in n) {
+      const kids = n.children as Nodes[];
+      for (let i = kids.length - 1; i >= 0; i--) stack.push({ node: kids[i]!, exit: false, index: i, parent: n.type });
+    }
+  }
+  flush();
+}
+
+export function extractMarkdown(source: string, ctx: ExtractContext): RawExtraction {
+  const normalized = source.replace(/\r\n?/g, '\n');
+  const warnings: string[] = [];
+  // Far over the preview limit: outline only, without a full parse.
+  if (normalized.length > ctx.limit * 1.5) {
+    const { title, outline } = markdownOutline(normalized);
+    return { title, text: '', sections: [], links: [], pages: null, warnings, overLimit: true, outline };
+  }
+  const { body, title: fmTitle } = stripFrontMatter(normalized);
+  const b = new DocumentBuilder();
+  const defs = new Map<string, string>();
+  const chunked = body.length > CHUNK_ABOVE;
+  const scan = chunked ? scanBlocks(body, CHUNK_TARGET) : { cuts: [0], definitions: [] };
+  let prelude = scan.definitions.length > 0 ? `${scan.definitions.join('\n')}\n\n` : '';
+  if (prelude.length > MAX_PRELUDE) {
+    prelude = '';
+    warnings.push('The Markdown has very many link reference definitions; some references may be kept as plain text.');
+  }
+  let fellBack = false;
+  for (let i = 0; i < scan.cuts.length; i++) {
+    const chunk = body.slice(scan.cuts[i], scan.cuts[i + 1] ?? body.length);
+    let tree: Root;
+    try {
+      tree = fromMarkdown(prelude + chunk, parseOptions);
+    } catch {
+      // Hostile input (for example nesting deep enough to exhaust micromark's stack): keep the
+      // chunk as plain-text paragraphs.
+      fellBack = true;
+      for (const para of extractPlain(chunk, ctx).text.split('\n\n')) b.block({ text: para, links: [] });
+      continue;
+    }
+    collectDefinitions(tree, defs);
+    render(tree, b, defs, ctx.sourceUrl);
+    if (b.length > ctx.limit * 1.5) break;
+  }
+  if (fellBack) warnings.push('Part of the Markdown could not be parsed and was kept as plain text.');
+  const built = b.finish();
+  // The title: front matter, else the first heading when it is a level-1 heading.
+  const first = built.outline[0];
+  const title = fmTitle ?? (first?.level === 1 ? first.path[0]! : null);
+  const overLimit = built.text.length > ctx.limit;
+  return {
+    title,
+    text: built.text,
+    sections: built.sections,
+    links: built.links,
+    pages: null,
+    warnings,
+    outline: overLimit ? markdownOutline(normalized).outline : built.outline,
+    overLimit,
+  };
+}

@@ -1,0 +1,219 @@
+/**
+ * PDF text per page with pdf.js (legacy build for Node; no canvas, no eval, no font loading). Text
+ * items are joined into lines and paragraphs by their positions; every page with text becomes one
+ * section (path ["Page N"], page N). Link annotations with a URL become hyperlinks over the text
+ * they cover.
+ */
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { getDocument, VerbosityLevel } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { DocumentBuilder, InlineBuffer, collapseWhitespace, resolveHref, type InlineText } from './builder.ts';
+import { ExtractionError, type ExtractContext, type OutlineEntry, type RawExtraction } from './types.ts';
+
+const pdfjsDir = path.dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json'));
+const STANDARD_FONTS = `${path.join(pdfjsDir, 'standard_fonts')}${path.sep}`;
+const CMAPS = `${path.join(pdfjsDir, 'cmaps')}${path.sep}`;
+
+type Item = { str: string; transform: number[]; width: number; height: number; hasEOL: boolean };
+/** A link annotation and the page text it covers (pdf.js reports it as overlaidText). */
+type PageLink = { href: string; text: string };
+
+const pageLabel = (n: number) => `Page ${n}`;
+
+/** Groups positioned text items into paragraphs. */
+export function layoutPage(items: Item[]): InlineText[] {
+  const paragraphs: InlineText[] = [];
+  const buf = new InlineBuffer();
+  let prev: { x: number; y: number; w: number; size: number; str: string; eol: boolean } | null = null;
+  let blankLine = false;
+  let last = '';
+  const endParagraph = () => {
+    const p = buf.finish();
+    if (p.text) paragraphs.push(p);
+    last = '';
+  };
+  for (const it of items) {
+    const t = it.transform;
+    const size = Math.hypot(t[2] ?? 0, t[3] ?? 0) || Math.hypot(t[0] ?? 0, t[1] ?? 0) || it.height || 10;
+    const x = t[4] ?? 0;
+    const y = t[5] ?? 0;
+    if (it.str === '' || /^\s*$/.test(it.str)) {
+      // Whitespace-only items: an end-of-line marker after an end of line is a blank line.
+      if (it.hasEOL && prev?.eol) blankLine = true;
+      if (prev && it.hasEOL) prev.eol = true;
+      else if (prev && it.str) buf.append(' ');
+      continue;
+    }
+    if (prev) {
+      const lineHeight = Math.max(size, prev.size);
+      const sameLine = !prev.eol && Math.abs(y - prev.y) <= lineHeight * 0.5;
+      if (!sameLine) {
+        const drop = prev.y - y;
+        const sizeChange = Math.abs(size - prev.size) > 0.2 * Math.max(size, prev.size);
+        if (blankLine || drop > lineHeight * 1.75 || drop < -lineHeight * 0.5 || sizeChange) {
+          endParagraph();
+        } else if (!/\p{L}-$/u.test(last)) {
+          buf.append(' ');
+        }
+      } else if (x - (prev.x + prev.w) > size * 0.15 && !/\s$/.test(last) && !/^\s/.test(it.str)) {
+        buf.append(' ');
+      }
+    }
+    blankLine = false;
+    buf.append(it.str);
+    last = it.str;
+    prev = { x, y, w: it.width, size, str: it.str, eol: it.hasEOL };
+  }
+  endParagraph();
+  return paragraphs;
+}
+
+/** Marks each link's text (the first occurrence not yet linked) in the page's paragraphs. */
+function attachLinks(paragraphs: InlineText[], links: PageLink[]) {
+  for (const l of links) {
+    for (const p of paragraphs) {
+      let at = p.text.indexOf(l.text);
+      while (at >= 0 && p.links.some((x) => x.start < at + l.text.length && at < x.end)) at = p.text.indexOf(l.text, at + 1);
+      if (at >= 0) {
+        p.links.push({ href: l.href, start: at, end: at + l.text.length });
+        p.links.sort((a, b) => a.start - b.start);
+        break;
+      }
+    }
+  }
+}
+
+function describePages(pages: number[]): string {
+  const shown = pages.slice(0, 10).join(', ');
+  return pages.length > 10 ? `${shown} and ${pages.length - 10} more` : shown;
+}
+
+function failure(e: unknown): ExtractionError {
+  const name = (e as { name?: string } | null)?.name ?? '';
+  const message = (e as { message?: string } | null)?.message ?? String(e);
+  if (name === 'PasswordException') return new ExtractionError('encrypted', undefined, { detail: message, cause: e });
+  return new ExtractionError('corrupt', 'The PDF could not be read; it may be damaged or incomplete.', {
+    detail: `${name || 'Error'}: ${message}`.slice(0, 300),
+    cause: e,
+  });
+}
+
+export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promise<RawExtraction> {
+  const task = getDocument({
+    // pdf.js transfers (detaches) the buffer it is given: hand it a copy.
+    data: new Uint8Array(bytes),
+    isEvalSupported: false,
+    disableFontFace: true,
+    useSystemFonts: false,
+    useWorkerFetch: false,
+    enableXfa: false,
+    stopAtErrors: false,
+    verbosity: VerbosityLevel.ERRORS,
+    standardFontDataUrl: STANDARD_FONTS,
+    cMapUrl: CMAPS,
+    cMapPacked: true,
+  });
+  try {
+    let pdf;
+    try {
+      pdf = await task.promise;
+    } catch (e) {
+      throw failure(e);
+    }
+    const numPages = pdf.numPages;
+    if (!(numPages > 0)) throw new ExtractionError('corrupt', 'The PDF has no pages.');
+    let title: string | null = null;
+    try {
+      const meta = await pdf.getMetadata();
+      const info = meta.info as { Title?: unknown } | undefined;
+      const t = typeof info?.Title === 'string' ? collapseWhitespace(info.Title) : '';
+      const xmp = meta.metadata?.get('dc:title');
+      title = t || (typeof xmp === 'string' ? collapseWhitespace(xmp) : '') || null;
+    } catch {
+      // Broken metadata does not make the text unreadable: no title.
+    }
+
+    const b = new DocumentBuilder();
+    const warnings: string[] = [];
+    const emptyPages: number[] = [];
+    const failedPages: number[] = [];
+    let overLimit = false;
+    let lastRead = 0;
+    for (let n = 1; n <= numPages; n++) {
+      if (b.length > ctx.limit) {
+        overLimit = true;
+        break;
+      }
+      lastRead = n;
+      let items: Item[];
+      let links: PageLink[] = [];
+      try {
+        const page = await pdf.getPage(n);
+        try {
+          const annotations = (await page.getAnnotations({ intent: 'display' })) as {
+            subtype?: string;
+            url?: unknown;
+            overlaidText?: unknown;
+          }[];
+          links = annotations.flatMap((a) => {
+            if (a.subtype !== 'Link' || typeof a.url !== 'string' || typeof a.overlaidText !== 'string') return [];
+            const href = resolveHref(a.url, undefined);
+            const text = collapseWhitespace(a.overlaidText);
+            return href && text && /^(https?|mailto):/i.test(href) ? [{ href, text }] : [];
+          });
+        } catch {
+          // Unreadable annotations only cost the page its links.
+          links = [];
+        }
+        const content = await page.getTextContent();
+        items = content.items.filter((i): i is typeof i & Item => 'str' in i) as Item[];
+        page.cleanup();
+      } catch {
+        failedPages.push(n);
+        continue;
+      }
+      const paragraphs = layoutPage(items);
+      attachLinks(paragraphs, links);
+      if (paragraphs.length === 0) {
+        emptyPages.push(n);
+        continue;
+      }
+      b.startSection([pageLabel(n)], n);
+      for (const p of paragraphs) b.block(p);
+    }
+    const built = b.finish();
+    if (failedPages.length === lastRead) {
+      throw new ExtractionError('corrupt', 'The PDF could not be read; it may be damaged or incomplete.', {
+        detail: `no page of ${numPages} could be read`,
+      });
+    }
+    if (!built.text.trim()) {
+      throw new ExtractionError(
+        'empty',
+        'The PDF contains no extractable text (scanned pages would need OCR, which is not supported).',
+      );
+    }
+    if (failedPages.length > 0) {
+      warnings.push(`Could not read page${failedPages.length > 1 ? 's' : ''} ${describePages(failedPages)}; skipped.`);
+    }
+    if (emptyPages.length > 0) {
+      warnings.push(
+        `${emptyPages.length} of ${numPages} pages have no extractable text (scanned pages would need OCR): ${describePages(emptyPages)}.`,
+      );
+    }
+    const outline: OutlineEntry[] = [];
+    for (let n = 1; n <= numPages; n++) outline.push({ path: [pageLabel(n)], page: n, level: 1 });
+    return {
+      title,
+      text: built.text,
+      sections: built.sections,
+      links: built.links,
+      pages: numPages,
+      warnings,
+      outline,
+      overLimit: overLimit || built.text.length > ctx.limit,
+    };
+  } finally {
+    await task.destroy();
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * Plain text: paragraphs are separated by blank lines (or form feeds). Line breaks inside a paragraph
+ * are kept (lists, addresses, verse); trailing spaces and invisible characters are removed.
+ */
+import { DocumentBuilder, stripInvisible } from './builder.ts';
+import type { ExtractContext, RawExtraction } from './types.ts';
+
+export function extractPlain(source: string, _ctx: ExtractContext): RawExtraction {
+  const b = new DocumentBuilder();
+  const normalized = source.replace(/\r\n?/g, '\n').replace(/\f/g, '\n\n');
+  const para = /\n[ \t\u00A0]*\n\s*/g;
+  let from = 0;
+  const emit = (chunk: string) => {
+    const lines = stripInvisible(chunk)
+      .split('\n')
+      .map((l) => l.replace(/[ \t\u00A0]+$/, ''));
+    const text = lines.join('\n').replace(/^\s+/, '').replace(/\s+$/, '');
+    if (text) b.block({ text, links: [] });
+  };
+  for (let m = para.exec(normalized); m; m = para.exec(normalized)) {
+    emit(normalized.slice(from, m.index));
+    from = m.index + m[0].length;
+  }
+  emit(normalized.slice(from));
+  const built = b.finish();
+  return { title: null, text: built.text, sections: built.sections, links: [], pages: null, warnings: [], outline: [] };
+}

@@ -1,0 +1,76 @@
+/**
+ * Types shared by the extractors. Re-exported from ./index.ts, which is the public entry point.
+ */
+
+export const SUPPORTED_CONTENT_TYPES = [
+  'application/pdf',
+  'text/markdown',
+  'text/plain',
+  'text/html',
+  'application/json',
+] as const;
+export type SupportedContentType = (typeof SUPPORTED_CONTENT_TYPES)[number];
+
+/** The heading path of a span of `text` (text.slice(start, end)). Sections partition the text in order. */
+export type Section = { path: string[]; start: number; end: number; page?: number };
+/** A hyperlink: its anchor text is text.slice(start, end). */
+export type DocLink = { href: string; text: string; start: number; end: number };
+
+export type ExtractedDocument = {
+  contentType: SupportedContentType;
+  title: string | null;
+  text: string;
+  sections: Section[];
+  links: DocLink[];
+  pages: number | null;
+  warnings: string[];
+  structureOnly: boolean;
+};
+
+export type ExtractionFailureReason = 'encrypted' | 'corrupt' | 'empty' | 'type_mismatch' | 'unsupported';
+
+const PUBLIC_MESSAGES: Record<ExtractionFailureReason, string> = {
+  encrypted: 'The PDF is password-protected; upload a copy without a password.',
+  corrupt: 'The file could not be read; it may be damaged or incomplete.',
+  empty: 'The document contains no extractable text.',
+  type_mismatch: 'The file content does not match the declared content type.',
+  unsupported: 'This content type is not supported.',
+};
+
+/**
+ * Why a document could not be extracted. `publicMessage` is safe to show users; `message` may carry
+ * internal detail for logs.
+ */
+export class ExtractionError extends Error {
+  readonly reason: ExtractionFailureReason;
+  readonly publicMessage: string;
+  constructor(reason: ExtractionFailureReason, publicMessage?: string, options?: { detail?: string; cause?: unknown }) {
+    const pub = publicMessage ?? PUBLIC_MESSAGES[reason];
+    super(options?.detail ? `${pub} (${options.detail})` : pub, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ExtractionError';
+    this.reason = reason;
+    this.publicMessage = pub;
+  }
+}
+
+/** What every format extractor returns before the structure-only decision. */
+export type RawExtraction = {
+  title: string | null;
+  text: string;
+  sections: Section[];
+  links: DocLink[];
+  pages: number | null;
+  warnings: string[];
+  /** Set when the extractor already knows the text is over the preview limit and stopped early. */
+  overLimit?: boolean;
+  /** Heading paths of the whole document, used for a structure-only preview. */
+  outline: OutlineEntry[];
+};
+
+export type OutlineEntry = { path: string[]; page?: number; level?: number };
+
+export type ExtractContext = {
+  /** Text size above which a preview may stop at structure; Infinity for live processing. */
+  limit: number;
+  sourceUrl?: string;
+};

@@ -1,0 +1,198 @@
+import { createHash } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { deterministicUuid } from '../ids.ts';
+import { q } from '../metering/ledger.ts';
+import { assertContentMatches, extract, type SupportedContentType } from './extract/index.ts';
+import { decideQuarantine } from './quarantine.ts';
+import { buildRecords, contentHash } from './records.ts';
+import { fetchSource } from './submit.ts';
+import { parseSourceUrl, type UrlPolicy } from './url-safety.ts';
+
+// The steps of an ingest job, called by the ingest workflow's activities. Each is idempotent: the
+// fetched bytes are stored once per job, and records have deterministic ids and are replaced as a set
+// in one transaction, so a retry or a crashed worker never leaves duplicates or half a source.
+
+type JobRow = {
+  id: string; account_id: string; kind: 'url' | 'file'; status: string; source_url: string | null;
+  filename: string | null; content_type: string | null; dated_at: string | null;
+};
+
+async function loadJob(em: EntityManager, jobId: string): Promise<JobRow> {
+  const [job] = await em.getConnection().execute<JobRow[]>(
+    `select id, account_id, kind, status, source_url, filename, content_type, to_char(dated_at, 'YYYY-MM-DD') as dated_at
+       from ingest_job where id = ?`,
+    [jobId],
+  );
+  if (!job) throw new Error(`ingest job ${jobId} does not exist`);
+  return job;
+}
+
+export async function recordAttempt(em: EntityManager, jobId: string, attempt: number): Promise<void> {
+  await em.getConnection().execute('update ingest_job set attempts = greatest(attempts, ?), updated_at = now() where id = ?', [attempt, jobId]);
+}
+
+/** Makes sure the job's bytes are stored: uploads already are; URLs are fetched (safely) once. */
+export async function acquireSource(
+  em: EntityManager,
+  jobId: string,
+  opts: { policy: UrlPolicy; timeoutMs: number },
+): Promise<{ crossSiteRedirect: boolean }> {
+  const [blob] = await em.getConnection().execute<{ final_url: string | null; cross: boolean }[]>(
+    `select b.final_url, (b.final_url is not null and b.final_url <> j.source_url and
+            split_part(split_part(b.final_url, '://', 2), '/', 1) <> split_part(split_part(j.source_url, '://', 2), '/', 1)) as cross
+       from ingest_blob b join ingest_job j on j.id = b.job_id where b.job_id = ?`,
+    [jobId],
+  );
+  if (blob) return { crossSiteRedirect: blob.cross };
+  const job = await loadJob(em, jobId);
+  const fetched = await fetchSource(opts.policy, parseSourceUrl(job.source_url!), opts.timeoutMs);
+  if (!fetched.supportedType) {
+    throw new UnsupportedSourceError(`The URL serves ${fetched.contentType ?? 'an unknown content type'}, which is not supported.`);
+  }
+  await em.getConnection().execute(
+    `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type, final_url)
+     values (?, ?, ?, ?, ?, ?, ?) on conflict (job_id) do nothing`,
+    [jobId, job.account_id, fetched.bytes, createHash('sha256').update(fetched.bytes).digest('hex'),
+      fetched.bytes.byteLength, fetched.supportedType, fetched.finalUrl],
+  );
+  return { crossSiteRedirect: fetched.crossSiteRedirect };
+}
+
+export class UnsupportedSourceError extends Error {
+  readonly publicMessage: string;
+  constructor(message: string) {
+    super(message);
+    this.publicMessage = message;
+  }
+}
+
+export type ProcessResult = {
+  status: 'succeeded' | 'quarantined';
+  quarantineReason: string | null;
+  counts: { sourceExcerpts: number; facts: number; links: number; total: number };
+};
+
+/** Extracts the stored bytes and replaces the source and its records in one transaction. */
+export async function buildSourceRecords(
+  em: EntityManager,
+  jobId: string,
+  fetch: { crossSiteRedirect: boolean } | null,
+): Promise<ProcessResult> {
+  const job = await loadJob(em, jobId);
+  const [blob] = await em.getConnection().execute<{ bytes: Buffer; content_type: string; final_url: string | null }[]>(
+    'select bytes, content_type, final_url from ingest_blob where job_id = ?',
+    [jobId],
+  );
+  if (!blob) throw new Error(`ingest job ${jobId} has no stored bytes`);
+  const contentType = blob.content_type as SupportedContentType;
+  assertContentMatches(blob.bytes, contentType);
+  const doc = await extract(blob.bytes, contentType, { sourceUrl: blob.final_url ?? job.source_url ?? undefined });
+  const records = buildRecords(doc);
+  const decision = decideQuarantine(doc, records, fetch);
+  const counts = {
+    sourceExcerpts: records.excerpts.length,
+    facts: records.facts.length,
+    links: records.links.length,
+    total: records.excerpts.length + records.facts.length + records.links.length,
+  };
+
+  const rows = [
+    ...records.excerpts.map((r) => ({ ...r, subject: null, linkType: null, from: null, to: null })),
+    ...records.facts.map((r) => ({ ...r, page: undefined, linkType: null, from: null, to: null })),
+    ...records.links.map((r) => ({ ...r, sectionPath: [] as string[], page: undefined, subject: null })),
+  ].map((r) => ({
+    id: deterministicUuid(`${jobId}:${r.kind}:${r.start}:${r.end}:${'to' in r && r.to ? r.to : ''}:${'from' in r && r.from ? r.from : ''}`),
+    kind: r.kind,
+    text: r.text,
+    start_offset: r.start,
+    end_offset: r.end,
+    section_path: r.sectionPath,
+    page: r.page ?? null,
+    subject: r.subject ?? null,
+    link_type: 'linkType' in r ? r.linkType : null,
+    link_from: 'from' in r ? r.from : null,
+    link_to: 'to' in r ? r.to : null,
+    content_hash: contentHash(r.text),
+  }));
+  // Two records of one span and kind are one record.
+  const unique = [...new Map(rows.map((r) => [r.id, r])).values()];
+
+  await em.transactional(async (tx) => {
+    await q(
+      tx,
+      `insert into source (id, account_id, kind, url, filename, content_type, title, dated_at, status, quarantine_reason,
+         content_hash, text, sections)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb)
+       on conflict (id) do update set title = excluded.title, status = excluded.status,
+         quarantine_reason = excluded.quarantine_reason, content_hash = excluded.content_hash,
+         text = excluded.text, sections = excluded.sections, url = excluded.url`,
+      [jobId, job.account_id, job.kind, blob.final_url ?? job.source_url, job.filename, contentType, doc.title, job.dated_at,
+        decision.quarantine ? 'quarantined' : 'active', decision.quarantine ? decision.reason : null,
+        contentHash(doc.text), doc.text, JSON.stringify(doc.sections)],
+    );
+    await q(tx, 'delete from record where source_id = ?', [jobId]);
+    // One statement for the whole set: rows travel as one JSON parameter.
+    await q(
+      tx,
+      `insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, section_path, page, subject,
+         link_type, link_from, link_to, content_hash)
+       select r.id, ?, ?, r.kind, r.text, r.start_offset, r.end_offset,
+              array(select jsonb_array_elements_text(r.section_path)), r.page, r.subject, r.link_type, r.link_from, r.link_to, r.content_hash
+         from jsonb_to_recordset(?::jsonb) as r(id uuid, kind text, text text, start_offset int, end_offset int,
+              section_path jsonb, page int, subject text, link_type text, link_from text, link_to text, content_hash text)`,
+      [job.account_id, jobId, JSON.stringify(unique)],
+    );
+    await q(
+      tx,
+      `update ingest_job set title = ?, record_counts = ?::jsonb, quarantine_reason = ?, updated_at = now() where id = ?`,
+      [doc.title, JSON.stringify(counts), decision.quarantine ? decision.reason : null, jobId],
+    );
+  });
+  return { status: decision.quarantine ? 'quarantined' : 'succeeded', quarantineReason: decision.quarantine ? decision.reason : null, counts };
+}
+
+/** Terminal states. The stored bytes are dropped once the source is built (its text is kept). */
+export async function completeJob(em: EntityManager, jobId: string, status: 'succeeded' | 'quarantined'): Promise<void> {
+  await em.transactional(async (tx) => {
+    await q(tx, `update ingest_job set status = ?, completed_at = coalesce(completed_at, now()), updated_at = now() where id = ? and status = 'queued'`, [status, jobId]);
+    await q(tx, 'delete from ingest_blob where job_id = ?', [jobId]);
+  });
+}
+
+export async function failJob(em: EntityManager, jobId: string, failure: { message: string; retryable: boolean }): Promise<void> {
+  await em.getConnection().execute(
+    `update ingest_job set status = 'failed', failure = ?::jsonb, completed_at = coalesce(completed_at, now()), updated_at = now()
+      where id = ? and status = 'queued'`,
+    [JSON.stringify({ ...failure, failedAt: new Date().toISOString() }), jobId],
+  );
+}
+
+// Source deletion ----------------------------------------------------------------------------------
+
+/** Removes a source's records and text; the row stays as a tombstone with status deleted. */
+export async function deleteSourceRecords(em: EntityManager, deletionJobId: string): Promise<void> {
+  await em.transactional(async (tx) => {
+    const [job] = await q<{ source_id: string }>(tx, 'select source_id from ingest_job where id = ?', [deletionJobId]);
+    if (!job) throw new Error(`deletion job ${deletionJobId} does not exist`);
+    await q(tx, 'delete from record where source_id = ?', [job.source_id]);
+    await q(tx, `update source set status = 'deleted', deleted_at = coalesce(deleted_at, now()), text = '', sections = '[]' where id = ?`, [job.source_id]);
+    await q(tx, 'delete from ingest_blob where job_id = ?', [job.source_id]);
+  });
+}
+
+export async function completeDeletionJob(em: EntityManager, jobId: string): Promise<void> {
+  await em.getConnection().execute(
+    `update ingest_job set status = 'succeeded', completed_at = coalesce(completed_at, now()), updated_at = now() where id = ? and status = 'queued'`,
+    [jobId],
+  );
+}
+
+/** Operator release of a quarantined source: it becomes usable for answers. */
+export async function releaseSource(em: EntityManager, sourceId: string): Promise<boolean> {
+  return em.transactional(async (tx) => {
+    const rows = await q(tx, `update source set status = 'active' where id = ? and status = 'quarantined' returning id`, [sourceId]);
+    if (rows.length === 0) return false;
+    await q(tx, `update ingest_job set status = 'succeeded', updated_at = now() where id = ? and status = 'quarantined'`, [sourceId]);
+    return true;
+  });
+}

@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
+import { IngestJob } from '../db/entities/index.ts';
+import { notFound } from '../errors.ts';
+import { q } from '../metering/ledger.ts';
+import { startSourceDeletion } from '../temporal/workflows.ts';
+import { publicJob } from './jobs.ts';
+
+/**
+ * Starts the deletion of a source (its id is the id of the ingest job that created it). A second
+ * request while a deletion is queued or done returns that job instead of making another.
+ */
+export async function requestSourceDeletion(
+  em: EntityManager,
+  temporal: Client,
+  taskQueue: string,
+  accountId: string,
+  sourceId: string,
+): Promise<{ job: IngestJob; created: boolean }> {
+  const result = await em.transactional(async (tx) => {
+    const [source] = await q<{ id: string }>(tx, 'select id from source where id = ? and account_id = ? for update', [sourceId, accountId]);
+    if (!source) throw notFound('No source with this id.');
+    const [existing] = await q<{ id: string }>(
+      tx,
+      `select id from ingest_job where account_id = ? and kind = 'source_deletion' and source_id = ? and status <> 'failed'
+        order by created_at desc limit 1`,
+      [accountId, sourceId],
+    );
+    if (existing) return { jobId: existing.id, created: false };
+    const jobId = randomUUID();
+    await q(
+      tx,
+      `insert into ingest_job (id, account_id, kind, status, source_id, attempts) values (?, ?, 'source_deletion', 'queued', ?, 0)`,
+      [jobId, accountId, sourceId],
+    );
+    return { jobId, created: true };
+  });
+  const job = await em.fork().findOneOrFail(IngestJob, { id: result.jobId });
+  if (job.status === 'queued') await startSourceDeletion(temporal, taskQueue, job.id);
+  return { job, created: result.created };
+}
+
+/** The account overview's lists and counts (sources not deleted; quarantined ones flagged). */
+export async function overviewLists(em: EntityManager, accountId: string, limits: { sources: number; jobs: number }) {
+  const conn = em.getConnection();
+  const sources = await conn.execute<{
+    id: string; kind: string; url: string | null; filename: string | null; title: string | null; content_type: string;
+    status: string; quarantine_reason: string | null; dated_at: string | null; created_at: Date; records: string;
+  }[]>(
+    `select s.id, s.kind, s.url, s.filename, s.title, s.content_type, s.status, s.quarantine_reason,
+            to_char(s.dated_at, 'YYYY-MM-DD') as dated_at, s.created_at,
+            (select count(*) from record r where r.source_id = s.id) as records
+       from source s where s.account_id = ? and s.status <> 'deleted' order by s.created_at desc limit ?`,
+    [accountId, limits.sources],
+  );
+  const jobs = await em.find(IngestJob, { accountId }, { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], limit: limits.jobs });
+  const [count] = await conn.execute<{ total: string }[]>(
+    `select count(*) as total from record r join source s on s.id = r.source_id
+      where r.account_id = ? and s.status = 'active'`,
+    [accountId],
+  );
+  return {
+    recordTotal: Number(count?.total ?? 0),
+    sources: sources.map((s) => ({
+      id: s.id,
+      kind: s.kind,
+      url: s.url,
+      filename: s.filename,
+      title: s.title,
+      contentType: s.content_type,
+      status: s.status,
+      quarantineReason: s.quarantine_reason,
+      datedAt: s.dated_at,
+      records: Number(s.records),
+      createdAt: new Date(s.created_at).toISOString(),
+    })),
+    ingestJobs: jobs.map((j) => ({ ...publicJob(j), title: j.title ?? null, sourceUrl: j.sourceUrl ?? null, filename: j.filename ?? null })),
+  };
+}

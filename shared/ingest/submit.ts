@@ -1,0 +1,192 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
+import type { Principal } from '../auth/principal.ts';
+import { MAX_FILE_BYTES } from '../contracts/ingest.ts';
+import { IngestJob } from '../db/entities/index.ts';
+import { AppError } from '../errors.ts';
+import { lockBalance, q } from '../metering/ledger.ts';
+import { consumeQuota, quotaHeaders, readQuota } from '../metering/quotas.ts';
+import { startIngestJob } from '../temporal/workflows.ts';
+import { normalizeContentType, type SupportedContentType } from './extract/index.ts';
+import { planFor } from './plan.ts';
+import { FetchRefusedError, safeFetch } from './safe-fetch.ts';
+import { assertFetchableUrl, parseSourceUrl, type UrlPolicy } from './url-safety.ts';
+
+export type IngestDeps = {
+  em: EntityManager;
+  temporal: Client;
+  taskQueue: string;
+  policy: UrlPolicy;
+  fetchTimeoutMs: number;
+};
+
+const invalid = (message: string) => new AppError(400, 'invalid_ingest_request', message);
+const sha256 = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
+
+/** Content type of a fetched page: the header, else the URL's file extension. */
+export function fetchedContentType(header: string | null, url: string): SupportedContentType | null {
+  const fromHeader = normalizeContentType(header);
+  if (fromHeader) return fromHeader;
+  const ext = new URL(url).pathname.toLowerCase().match(/\.([a-z]+)$/)?.[1];
+  const byExt: Record<string, SupportedContentType> = {
+    pdf: 'application/pdf', md: 'text/markdown', markdown: 'text/markdown', txt: 'text/plain',
+    html: 'text/html', htm: 'text/html', json: 'application/json',
+  };
+  return ext ? (byExt[ext] ?? null) : null;
+}
+
+export async function fetchSource(policy: UrlPolicy, url: URL, timeoutMs: number) {
+  try {
+    const res = await safeFetch(url, { policy, maxBytes: MAX_FILE_BYTES, timeoutMs });
+    const contentType = fetchedContentType(res.contentType, res.finalUrl);
+    return { ...res, supportedType: contentType };
+  } catch (err) {
+    if (err instanceof FetchRefusedError && (err.reason === 'blocked_address' || err.reason === 'bad_url')) {
+      throw invalid(err.publicMessage);
+    }
+    throw err;
+  }
+}
+
+// Dry runs -----------------------------------------------------------------------------------------
+
+export async function previewUrl(deps: IngestDeps, rawUrl: string) {
+  const url = parseSourceUrl(rawUrl);
+  await assertFetchableUrl(url, deps.policy);
+  let fetched;
+  try {
+    fetched = await fetchSource(deps.policy, url, deps.fetchTimeoutMs);
+  } catch (err) {
+    if (err instanceof FetchRefusedError) {
+      throw new AppError(502, 'ingest_job_failed', `The preview could not safely produce a plan: ${err.publicMessage}`);
+    }
+    throw err;
+  }
+  if (!fetched.supportedType) {
+    throw invalid(`The URL serves ${fetched.contentType ?? 'an unknown content type'}, which is not supported.`);
+  }
+  return planFor(fetched.bytes, fetched.supportedType, fetched.finalUrl);
+}
+
+/** Decoded size of base64 text, computed from its length alone (nothing is decoded). */
+export function decodedBase64Size(b64: string): number {
+  const padding = b64.endsWith('==') ? 2 : b64.endsWith('=') ? 1 : 0;
+  return Math.floor((b64.length * 3) / 4) - padding;
+}
+
+export function decodeUpload(contentBase64: string): Buffer {
+  const compact = contentBase64.replace(/\s+/g, '');
+  if (decodedBase64Size(compact) > MAX_FILE_BYTES) {
+    throw new AppError(413, 'payload_too_large', `Files may be at most ${MAX_FILE_BYTES} bytes.`);
+  }
+  if (compact.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) {
+    throw new AppError(400, 'validation_error', 'contentBase64 is not valid base64.');
+  }
+  return Buffer.from(compact, 'base64');
+}
+
+// Live submissions ---------------------------------------------------------------------------------
+
+type LiveFields = { datedAt?: string; idempotencyKey?: string };
+
+function requireLive(body: LiveFields): { datedAt: string; idempotencyKey: string } {
+  if (!body.datedAt) throw invalid('Live submission (dryRun false) needs datedAt (YYYY-MM-DD).');
+  if (!body.idempotencyKey) throw invalid('Live submission (dryRun false) needs an idempotencyKey (8 to 160 characters).');
+  return { datedAt: body.datedAt, idempotencyKey: body.idempotencyKey };
+}
+
+export type Submitted = { job: IngestJob; created: boolean; headers: Record<string, string> };
+
+/**
+ * Creates the job (or finds the one this idempotency key already made) and makes sure its workflow
+ * runs. The account's balance row serialises concurrent submissions, so one key yields one job and one
+ * quota unit however many requests race.
+ */
+async function createJob(
+  deps: IngestDeps,
+  accountId: string,
+  input: {
+    kind: 'url' | 'file';
+    idempotencyKey: string;
+    requestHash: string;
+    datedAt: string;
+    sourceUrl?: string;
+    filename?: string;
+    contentType?: string;
+    blob?: { bytes: Buffer; contentType: string };
+  },
+): Promise<Submitted> {
+  const result = await deps.em.transactional(async (tx) => {
+    await lockBalance(tx, accountId);
+    const [existing] = await q<{ id: string; request_hash: string }>(
+      tx,
+      'select id, request_hash from ingest_job where account_id = ? and idempotency_key = ?',
+      [accountId, input.idempotencyKey],
+    );
+    if (existing) {
+      if (existing.request_hash !== input.requestHash) {
+        throw new AppError(409, 'idempotency_conflict', 'This idempotencyKey was used for a different submission.');
+      }
+      return { jobId: existing.id, created: false, quota: await readQuota(tx, accountId, 'ingest') };
+    }
+    const quota = await consumeQuota(tx, accountId, 'ingest');
+    const jobId = randomUUID();
+    await q(
+      tx,
+      `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, attempts, source_url, filename,
+         content_type, dated_at, size_bytes)
+       values (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?)`,
+      [jobId, accountId, input.kind, input.idempotencyKey, input.requestHash, input.sourceUrl ?? null,
+        input.filename ?? null, input.contentType ?? null, input.datedAt, input.blob?.bytes.byteLength ?? null],
+    );
+    if (input.blob) {
+      await q(
+        tx,
+        `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, ?)`,
+        [jobId, accountId, input.blob.bytes, sha256(input.blob.bytes), input.blob.bytes.byteLength, input.blob.contentType],
+      );
+    }
+    return { jobId, created: true, quota };
+  });
+  const job = await deps.em.fork().findOneOrFail(IngestJob, { id: result.jobId });
+  // Started with an id derived from the job: a replay (or a retry after a failed start) joins it.
+  if (job.status === 'queued') await startIngestJob(deps.temporal, deps.taskQueue, job.id);
+  return { job, created: result.created, headers: quotaHeaders(result.quota) };
+}
+
+export async function submitUrl(
+  deps: IngestDeps,
+  principal: Principal,
+  body: { url: string } & LiveFields,
+): Promise<Submitted> {
+  const live = requireLive(body);
+  const url = parseSourceUrl(body.url);
+  await assertFetchableUrl(url, deps.policy);
+  return createJob(deps, principal.accountId, {
+    kind: 'url',
+    idempotencyKey: live.idempotencyKey,
+    requestHash: sha256(JSON.stringify({ kind: 'url', url: url.href, datedAt: live.datedAt })),
+    datedAt: live.datedAt,
+    sourceUrl: url.href,
+  });
+}
+
+export async function submitFile(
+  deps: IngestDeps,
+  principal: Principal,
+  body: { filename: string; contentType: SupportedContentType; bytes: Buffer } & LiveFields,
+): Promise<Submitted> {
+  const live = requireLive(body);
+  return createJob(deps, principal.accountId, {
+    kind: 'file',
+    idempotencyKey: live.idempotencyKey,
+    requestHash: sha256(
+      JSON.stringify({ kind: 'file', filename: body.filename, contentType: body.contentType, sha: sha256(body.bytes), datedAt: live.datedAt }),
+    ),
+    datedAt: live.datedAt,
+    filename: body.filename,
+    contentType: body.contentType,
+    blob: { bytes: body.bytes, contentType: body.contentType },
+  });
+}
