@@ -33,6 +33,21 @@ function asFailure(err: unknown): unknown {
   return err;
 }
 
+/**
+ * Heartbeats every few seconds while `work` runs, so Temporal retries the activity on another worker
+ * soon after this one dies (heartbeat timeout) instead of waiting for the start-to-close timeout.
+ */
+async function withHeartbeats<T>(work: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat();
+  const timer = setInterval(() => ctx.heartbeat(), 2000);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 export function createIngestActivities(deps: ActivityDeps) {
   const policy = { allowlist: deps.ingest.urlAllowlist };
   return {
@@ -40,14 +55,17 @@ export function createIngestActivities(deps: ActivityDeps) {
       const em = deps.orm.em.fork();
       await recordAttempt(em, input.jobId, Context.current().info.attempt);
       try {
-        return await acquireSource(em, input.jobId, { policy, timeoutMs: deps.ingest.fetchTimeoutMs });
+        return await withHeartbeats(() => acquireSource(em, input.jobId, { policy, timeoutMs: deps.ingest.fetchTimeoutMs }));
       } catch (err) {
         throw asFailure(err);
       }
     },
     async buildIngestRecords(input: { jobId: string; crossSiteRedirect: boolean }) {
+      await recordAttempt(deps.orm.em.fork(), input.jobId, Context.current().info.attempt);
       try {
-        return await buildSourceRecords(deps.orm.em.fork(), input.jobId, { crossSiteRedirect: input.crossSiteRedirect });
+        return await withHeartbeats(() =>
+          buildSourceRecords(deps.orm.em.fork(), input.jobId, { crossSiteRedirect: input.crossSiteRedirect }),
+        );
       } catch (err) {
         throw asFailure(err);
       }

@@ -63,6 +63,7 @@ const envSchema = z.object({
   ALLOWED_ORIGINS: originList,
   INGEST_URL_ALLOWLIST: originList,
   INGEST_FETCH_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
+  INGEST_HEARTBEAT_TIMEOUT_SECONDS: z.coerce.number().int().min(2).max(3600).default(60),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SESSION_LIFETIME_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(168),
   SESSION_IDLE_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24),
@@ -108,6 +109,7 @@ export type Config = {
   allowedOrigins: string[];
   ingestUrlAllowlist: string[];
   ingestFetchTimeoutMs: number;
+  ingestHeartbeatTimeoutMs: number;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   migrateOnStart: boolean;
   shutdownTimeoutMs: number;
@@ -176,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     allowedOrigins: e.ALLOWED_ORIGINS ?? [new URL(publicBaseUrl).origin],
     ingestUrlAllowlist: e.INGEST_URL_ALLOWLIST ?? [],
     ingestFetchTimeoutMs: e.INGEST_FETCH_TIMEOUT_SECONDS * 1000,
+    ingestHeartbeatTimeoutMs: e.INGEST_HEARTBEAT_TIMEOUT_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
     migrateOnStart: e.MIGRATE_ON_START,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

@@ -1,20 +1,23 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 
-export type IngestInput = { jobId: string };
+export type IngestInput = {
+  jobId: string;
+  /** How soon a silent (crashed) worker's activity is retried elsewhere; INGEST_HEARTBEAT_TIMEOUT_SECONDS. */
+  heartbeatTimeoutMs?: number;
+};
 
 // Fetching talks to the outside world: a couple of minutes per attempt, three attempts with backoff
 // for transient network trouble; refusals (blocked address, unsupported type) are non-retryable.
-const fetching = proxyActivities<Activities>({
-  startToCloseTimeout: '2 minutes',
-  retry: { maximumAttempts: 3, initialInterval: '2 seconds', backoffCoefficient: 2 },
-});
 // Extraction of up to 50 MB can take a while; retried for infrastructure failures (worker crash,
-// database blip), never for a bad document.
-const building = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  retry: { maximumAttempts: 3, initialInterval: '2 seconds', backoffCoefficient: 2 },
-});
+// database blip), never for a bad document. Both heartbeat, so a killed worker is noticed quickly.
+function stepActivities(heartbeatTimeoutMs: number) {
+  const retry = { maximumAttempts: 3, initialInterval: '2 seconds', backoffCoefficient: 2 } as const;
+  return {
+    fetching: proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', heartbeatTimeout: heartbeatTimeoutMs, retry }),
+    building: proxyActivities<Activities>({ startToCloseTimeout: '10 minutes', heartbeatTimeout: heartbeatTimeoutMs, retry }),
+  };
+}
 // Job bookkeeping must happen: retried until the database answers.
 const bookkeeping = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -32,8 +35,9 @@ function publicFailure(err: unknown): { message: string; retryable: boolean } {
 }
 
 export async function ingestWorkflow(input: IngestInput): Promise<{ status: string }> {
+  const { fetching, building } = stepActivities(input.heartbeatTimeoutMs ?? 60_000);
   try {
-    const fetched = await fetching.acquireIngestSource(input);
+    const fetched = await fetching.acquireIngestSource({ jobId: input.jobId });
     const result = await building.buildIngestRecords({ jobId: input.jobId, crossSiteRedirect: fetched.crossSiteRedirect });
     await bookkeeping.completeIngestJob({ jobId: input.jobId, status: result.status });
     return { status: result.status };
@@ -43,7 +47,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<{ status: stri
   }
 }
 
-export async function sourceDeletionWorkflow(input: IngestInput): Promise<{ status: string }> {
+export async function sourceDeletionWorkflow(input: { jobId: string }): Promise<{ status: string }> {
   await bookkeeping.deleteSourceRecords(input);
   await bookkeeping.completeSourceDeletion(input);
   return { status: 'succeeded' };

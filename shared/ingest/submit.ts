@@ -19,6 +19,7 @@ export type IngestDeps = {
   taskQueue: string;
   policy: UrlPolicy;
   fetchTimeoutMs: number;
+  heartbeatTimeoutMs: number;
 };
 
 const invalid = (message: string) => new AppError(400, 'invalid_ingest_request', message);
@@ -151,7 +152,7 @@ async function createJob(
   });
   const job = await deps.em.fork().findOneOrFail(IngestJob, { id: result.jobId });
   // Started with an id derived from the job: a replay (or a retry after a failed start) joins it.
-  if (job.status === 'queued') await startIngestJob(deps.temporal, deps.taskQueue, job.id);
+  if (job.status === 'queued') await startIngestJob(deps.temporal, deps.taskQueue, job.id, deps.heartbeatTimeoutMs);
   return { job, created: result.created, headers: quotaHeaders(result.quota) };
 }
 

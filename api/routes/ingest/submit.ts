@@ -35,6 +35,7 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; tempora
     taskQueue: config.temporal.taskQueue,
     policy: { allowlist: config.ingestUrlAllowlist },
     fetchTimeoutMs: config.ingestFetchTimeoutMs,
+    heartbeatTimeoutMs: config.ingestHeartbeatTimeoutMs,
   });
 
   app.post(

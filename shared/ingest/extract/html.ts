@@ -248,7 +248,8 @@ function readable(doc: DomDocument) {
 
 export function extractHtml(source: string, ctx: ExtractContext): RawExtraction {
   const warnings: string[] = [];
-  if (source.length > ctx.limit * 8) {
+  // Far over the preview limit (page text is rarely over a quarter of the markup): outline only.
+  if (source.length > ctx.limit * 4) {
     const { title, outline } = htmlOutline(source);
     return { title, text: '', sections: [], links: [], pages: null, warnings, overLimit: true, outline };
   }

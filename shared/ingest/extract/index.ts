@@ -3,9 +3,9 @@
  * plain text with exact section and hyperlink offsets out. Records are built from the result by
  * ../records.ts.
  *
- * Previews (dry runs) pass `structureOnlyAboveChars`: a document whose text is larger than that is
- * returned as its structure only (title, heading outline, page count) with a warning; live
- * processing omits the option and always extracts in full.
+ * Previews (dry runs) pass `structureOnlyAboveChars` (PREVIEW_TEXT_LIMIT_CHARS = 384,000): a document
+ * whose text is larger than that is returned as its structure only (title, heading outline, page
+ * count) with a warning; live processing omits the option and always extracts in full.
  */
 import { decodeText, hasPdfMagic, isSupportedContentType, parseJsonBytes } from './decode.ts';
 import { extractHtml } from './html.ts';
@@ -41,8 +41,9 @@ export const structureOnlyWarning = (limit = PREVIEW_TEXT_LIMIT_CHARS) =>
 
 export type ExtractOptions = {
   /**
-   * Preview mode: above this many characters of text only the structure is returned. Present (even
-   * as undefined) means preview with the default of 384,000; absent means full extraction.
+   * Preview mode: above this many characters of text only the structure is returned. Dry runs pass
+   * PREVIEW_TEXT_LIMIT_CHARS (384,000, the spec's "about 384 KB"); without a number (live processing)
+   * the text is always extracted in full.
    */
   structureOnlyAboveChars?: number;
   /** Where the document came from: relative hyperlinks are resolved against it. */
@@ -98,8 +99,11 @@ export async function extract(
   opts?: ExtractOptions,
 ): Promise<ExtractedDocument> {
   if (!isSupportedContentType(contentType)) throw new ExtractionError('unsupported');
-  const preview = opts !== undefined && 'structureOnlyAboveChars' in opts;
-  const limit = preview ? (opts.structureOnlyAboveChars ?? PREVIEW_TEXT_LIMIT_CHARS) : Number.POSITIVE_INFINITY;
+  // Only an explicit number asks for a preview: an option that happens to be undefined must never
+  // cut live processing down to structure.
+  const asked = opts?.structureOnlyAboveChars;
+  const preview = typeof asked === 'number' && !Number.isNaN(asked);
+  const limit = preview ? Math.max(0, asked) : Number.POSITIVE_INFINITY;
   if (bytes.length === 0) throw new ExtractionError('empty');
   const ctx: ExtractContext = { limit };
   if (opts?.sourceUrl) ctx.sourceUrl = opts.sourceUrl;

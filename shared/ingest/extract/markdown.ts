@@ -67,7 +67,10 @@ function scanBlocks(src: string, target: number): Scan {
       if (htmlEnd.test(line)) htmlEnd = null;
     } else if (!blank) {
       const c = line.charCodeAt(0);
-      if (prevBlank && pos - chunkStart >= target && c !== 0x20 && c !== 0x09) {
+      // A non-indented line after a blank line, an ATX heading or a bullet item starts a top-level
+      // block (a bullet item may split a tight list in two, which renders the same).
+      const startsBlock = (prevBlank && c !== 0x20 && c !== 0x09) || /^(?:#{1,6}(?:[ \t]|$)|[-*+][ \t]+\S)/.test(line);
+      if (startsBlock && pos - chunkStart >= target) {
         cuts.push(pos);
         chunkStart = pos;
       }
@@ -145,6 +148,84 @@ export function markdownOutline(src: string): { title: string | null; outline: O
     prev = line;
   }
   return { title, outline };
+}
+
+const OVERSIZE = 32_768;
+const MAX_CONTAINER_DEPTH = 32;
+
+/**
+ * Input on which micromark is quadratic or worse, or exhausts the stack: long delimiter runs inside a
+ * line and deeply nested containers. Such pieces are kept as plain text.
+ */
+function pathological(piece: string): boolean {
+  const runs = /[*_~[\]]{64,}/g;
+  for (let m = runs.exec(piece); m; m = runs.exec(piece)) {
+    const lineStart = piece.lastIndexOf('\n', m.index) + 1;
+    let lineEnd = piece.indexOf('\n', m.index);
+    if (lineEnd === -1) lineEnd = piece.length;
+    // A line of only '*', '_' or '~' is a thematic break, which is harmless.
+    if (!/^\s*([*_~])\1*\s*$/.test(piece.slice(lineStart, lineEnd))) return true;
+  }
+  let pos = 0;
+  while (pos < piece.length) {
+    let i = pos;
+    let depth = 0;
+    for (;;) {
+      while (piece[i] === ' ' || piece[i] === '\t') i++;
+      const c = piece[i];
+      if (c === '>') {
+        i++;
+      } else if ((c === '-' || c === '*' || c === '+') && (piece[i + 1] === ' ' || piece[i + 1] === '\t')) {
+        i += 2;
+      } else {
+        const m = /^\d{1,9}[.)][ \t]/.exec(piece.slice(i, i + 12));
+        if (!m) break;
+        i += m[0].length;
+      }
+      if (++depth > MAX_CONTAINER_DEPTH) return true;
+    }
+    const nl = piece.indexOf('\n', pos);
+    if (nl === -1) break;
+    pos = nl + 1;
+  }
+  return false;
+}
+
+const isTable = (chunk: string) => {
+  const lines = chunk.split('\n', 2);
+  return lines.length === 2 && lines[0]!.includes('|') && /^[\s|:-]+$/.test(lines[1]!) && lines[1]!.includes('-');
+};
+
+/**
+ * Cuts a block too large for one micromark parse (a giant paragraph) at line starts, preferring
+ * non-indented lines, or inside a giant line at whitespace. Tables and fenced code parse in linear
+ * time and are left whole.
+ */
+function splitOversize(chunk: string, target: number): string[] {
+  const firstLine = chunk.split('\n', 1)[0]!;
+  if (chunk.length <= OVERSIZE || FENCE_OPEN.test(firstLine) || isTable(chunk)) return [chunk];
+  const out: string[] = [];
+  let from = 0;
+  while (chunk.length - from > target * 2) {
+    const limit = from + target * 2;
+    let cut = -1;
+    for (let nl = chunk.indexOf('\n', from + target); nl !== -1 && nl < limit; nl = chunk.indexOf('\n', nl + 1)) {
+      const c = chunk[nl + 1];
+      if (c !== ' ' && c !== '\t') {
+        cut = nl + 1;
+        break;
+      }
+      if (cut === -1) cut = nl + 1;
+    }
+    if (cut === -1) {
+      const ws = chunk.lastIndexOf(' ', limit);
+      cut = ws > from + target / 2 ? ws + 1 : limit;
+    }
+    out.push(chunk.slice(from, cut));
+    from = cut;
+  }
+  out.push(chunk.slice(from));
+  return out;
 }
 
 type Frame = { node: Nodes; exit: boolean; index?: number; parent?: string };
@@ -312,16 +393,21 @@ export function extractMarkdown(source: string, ctx: ExtractContext): RawExtract
     warnings.push('The Markdown has very many link reference definitions; some references may be kept as plain text.');
   }
   let fellBack = false;
-  for (let i = 0; i < scan.cuts.length; i++) {
-    const chunk = body.slice(scan.cuts[i], scan.cuts[i + 1] ?? body.length);
-    let tree: Root;
-    try {
-      tree = fromMarkdown(prelude + chunk, parseOptions);
-    } catch {
-      // Hostile input (for example nesting deep enough to exhaust micromark's stack): keep the
-      // chunk as plain-text paragraphs.
+  const pieces = scan.cuts.flatMap((cut, i) => splitOversize(body.slice(cut, scan.cuts[i + 1] ?? body.length), CHUNK_TARGET));
+  for (const piece of pieces) {
+    let tree: Root | null = null;
+    if (!pathological(piece)) {
+      try {
+        tree = fromMarkdown(prelude + piece, parseOptions);
+      } catch {
+        // micromark gave up (stack exhausted on input the checks above did not catch).
+        tree = null;
+      }
+    }
+    if (!tree) {
+      // Hostile input: keep the piece as plain-text paragraphs.
       fellBack = true;
-      for (const para of extractPlain(chunk, ctx).text.split('\n\n')) b.block({ text: para, links: [] });
+      for (const para of extractPlain(piece, ctx).text.split('\n\n')) b.block({ text: para, links: [] });
       continue;
     }
     collectDefinitions(tree, defs);
