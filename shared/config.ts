@@ -63,7 +63,7 @@ const envSchema = z.object({
   ALLOWED_ORIGINS: originList,
   INGEST_URL_ALLOWLIST: originList,
   INGEST_FETCH_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
-  INGEST_HEARTBEAT_TIMEOUT_SECONDS: z.coerce.number().int().min(2).max(3600).default(60),
+  INGEST_HEARTBEAT_TIMEOUT_SECONDS: z.coerce.number().int().min(2).max(3600).default(120),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SESSION_LIFETIME_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(168),
   SESSION_IDLE_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24),

@@ -35,7 +35,7 @@ function publicFailure(err: unknown): { message: string; retryable: boolean } {
 }
 
 export async function ingestWorkflow(input: IngestInput): Promise<{ status: string }> {
-  const { fetching, building } = stepActivities(input.heartbeatTimeoutMs ?? 60_000);
+  const { fetching, building } = stepActivities(input.heartbeatTimeoutMs ?? 120_000);
   try {
     const fetched = await fetching.acquireIngestSource({ jobId: input.jobId });
     const result = await building.buildIngestRecords({ jobId: input.jobId, crossSiteRedirect: fetched.crossSiteRedirect });

@@ -374,7 +374,7 @@ function render(root: Root, b: DocumentBuilder, defs: Map<string, string>, base:
   flush();
 }
 
-export function extractMarkdown(source: string, ctx: ExtractContext): RawExtraction {
+export async function extractMarkdown(source: string, ctx: ExtractContext): Promise<RawExtraction> {
   const normalized = source.replace(/\r\n?/g, '\n');
   const warnings: string[] = [];
   // Far over the preview limit: outline only, without a full parse.
@@ -394,7 +394,10 @@ export function extractMarkdown(source: string, ctx: ExtractContext): RawExtract
   }
   let fellBack = false;
   const pieces = scan.cuts.flatMap((cut, i) => splitOversize(body.slice(cut, scan.cuts[i + 1] ?? body.length), CHUNK_TARGET));
-  for (const piece of pieces) {
+  for (const [index, piece] of pieces.entries()) {
+    // Parsing megabytes takes seconds: let the event loop breathe every ~100 KB so the activity's
+    // heartbeats (and anything else on this process) keep going.
+    if (index > 0 && index % 25 === 0) await new Promise((resolve) => setImmediate(resolve));
     let tree: Root | null = null;
     if (!pathological(piece)) {
       try {
