@@ -4,7 +4,7 @@
 import { benchmarks } from './benchmarks/index.ts';
 import type { Benchmark } from './lib/benchmark.ts';
 import { Infra, log } from './lib/infra.ts';
-import { cpuIdlePercent, describeMachine, startCpuAccounting } from './lib/machine.ts';
+import { cpuIdlePercent, describeCode, describeMachine, startCpuAccounting } from './lib/machine.ts';
 import { renderSection, saveResults, type BenchmarkResult } from './lib/results.ts';
 
 function usage(): string {
@@ -65,6 +65,7 @@ async function main(): Promise<number> {
           log(`warning: other processes used ${others}% of the CPU during ${b.name}; the numbers are skewed`);
         }
         const pg = await infra.postgres();
+        const code = await describeCode();
         const result: BenchmarkResult = {
           name: b.name,
           title: b.title,
@@ -72,6 +73,7 @@ async function main(): Promise<number> {
           command,
           date: startedAt.toISOString().replace(/\.\d+Z$/, 'Z'),
           tookSeconds: Math.round((performance.now() - started) / 1000),
+          ...(code ? { code } : {}),
           machine: await describeMachine(pg.adminUrl, pg.source),
           idleBeforeStartPercent: idle,
           ...(others === undefined ? {} : { otherProcessesCpuPercent: others }),

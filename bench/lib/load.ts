@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { measureQuietly, type QuietOptions } from './machine.ts';
 import { median, round, summarize } from './stats.ts';
 
 export type LoadOptions = {
@@ -31,6 +32,8 @@ export type LoadRun = {
   p50Ms: number;
   p95Ms: number;
   p99Ms: number;
+  /** Share of the machine's CPU used by other processes during the run (Linux only). */
+  otherCpuPercent?: number;
 };
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
@@ -83,9 +86,15 @@ export async function runLoad(opts: LoadOptions): Promise<LoadRun> {
   };
 }
 
+/** `runLoad` on a machine that may be shared: repeated (bounded) while other processes were busy. */
+export async function runLoadQuietly(opts: LoadOptions, quiet: QuietOptions): Promise<LoadRun> {
+  const { value, otherCpuPercent } = await measureQuietly(() => runLoad(opts), quiet);
+  return { ...value, ...(otherCpuPercent === undefined ? {} : { otherCpuPercent }) };
+}
+
 /** Medians across repeated runs, field by field (rounded for the record). */
 export function medianOfRuns(runs: LoadRun[]): LoadRun {
-  const pick = (f: keyof LoadRun) => round(median(runs.map((r) => r[f])));
+  const pick = (f: Exclude<keyof LoadRun, 'otherCpuPercent'>) => round(median(runs.map((r) => r[f])));
   return {
     requests: pick('requests'),
     requestsPerSecond: pick('requestsPerSecond'),
@@ -98,6 +107,7 @@ export function medianOfRuns(runs: LoadRun[]): LoadRun {
 
 export function roundRun(run: LoadRun): LoadRun {
   return {
+    ...(run.otherCpuPercent === undefined ? {} : { otherCpuPercent: run.otherCpuPercent }),
     requests: run.requests,
     requestsPerSecond: round(run.requestsPerSecond),
     meanMs: round(run.meanMs),

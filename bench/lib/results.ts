@@ -35,6 +35,8 @@ export type BenchmarkResult = {
   command: string;
   date: string;
   tookSeconds: number;
+  /** The commit measured; `dirty` when tracked files had uncommitted changes. */
+  code?: { commit: string; dirty: boolean };
   machine: Machine;
   /** CPU idle (all cores) in the 2 s before the benchmark started: well below 100 means a busy machine. */
   idleBeforeStartPercent: number;
@@ -115,7 +117,8 @@ export function renderSection(r: BenchmarkResult): string {
       (r.otherProcessesCpuPercent === undefined
         ? ''
         : `; other processes used ${r.otherProcessesCpuPercent}% of the CPU during the run`),
-    `- Date: ${r.date} (took ${Math.round(r.tookSeconds)} s)`,
+    `- Date: ${r.date} (took ${Math.round(r.tookSeconds)} s)` +
+      (r.code ? `; code: commit ${r.code.commit}${r.code.dirty ? ' with uncommitted changes' : ''}` : ''),
     `- Settings: ${Object.entries(r.settings).map(([k, v]) => `${k} ${v}`).join('; ')}`,
     '',
     '| Metric | Median | Target | Baseline / floor | Ratio |',

@@ -125,8 +125,29 @@ export async function applyLedger(tx: Tx, balance: Balance, e: LedgerEntry): Pro
   return { ...balance, monthly, onboarding };
 }
 
-/** Reads (and if needed renews) the balance in its own short transaction. */
+/**
+ * Reads the balance. A plain read when it exists and its period is current (reads must not queue
+ * behind each other on the row lock); otherwise the locked path creates or renews it.
+ */
 export async function getBalance(em: EntityManager, accountId: string, now = new Date()): Promise<Balance> {
+  const [row] = await em.getConnection().execute<BalanceRow[]>(
+    `select b.period_start, b.monthly_remaining, b.onboarding_remaining, a.monthly_credits, a.onboarding_credits, a.created_at
+       from credit_balance b join account a on a.id = b.account_id where b.account_id = ?`,
+    [accountId],
+  );
+  if (row) {
+    const period = creditPeriod(new Date(row.created_at), now);
+    if (isoDate(new Date(row.period_start)) >= isoDate(period.start)) {
+      return {
+        accountId,
+        periodStart: period.start,
+        periodEnd: period.end,
+        monthly: row.monthly_remaining,
+        onboarding: row.onboarding_remaining,
+        monthlyAllowance: row.monthly_credits,
+      };
+    }
+  }
   return em.transactional((tx) => lockBalance(tx, accountId, now));
 }
 

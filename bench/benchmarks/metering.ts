@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { createAccount } from '../../shared/auth/accounts.ts';
+import { createLogger } from '../../shared/logger.ts';
+import { runMetered, type MeteringDeps } from '../../shared/metering/operation.ts';
+import { reserve, settle } from '../../shared/metering/reservations.ts';
+import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
+import type { Metric } from '../lib/results.ts';
+import { median, round, summarize } from '../lib/stats.ts';
+
+// Issue acceptance for metering: the latency that reservation + settlement add to a query-shaped
+// request (base credit and maximum provider work reserved, settled with a partial refund).
+
+function settings(quick: boolean) {
+  return quick ? { runs: 1, requests: 30, concurrency: 8 } : { runs: 3, requests: 400, concurrency: 8 };
+}
+
+async function timeEach(n: number, concurrency: number, fn: () => Promise<unknown>): Promise<number[]> {
+  const times: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        next++;
+        const t = performance.now();
+        await fn();
+        times.push(performance.now() - t);
+      }
+    }),
+  );
+  return times;
+}
+
+export const metering: Benchmark = {
+  name: 'metering',
+  title: 'Credit reservation and settlement per query-shaped request',
+  description:
+    'In-process against a fresh migrated database and the real Temporal dev server. "Full protocol" is ' +
+    'runMetered as the query route will use it: one locked transaction to consume a quota unit and reserve ' +
+    'the maximum cost (1 base + 4 provider credits), the start of the delayed settlement workflow (one ' +
+    'Temporal RPC), an empty unit of work, and a second locked transaction charging 2 and refunding 3. ' +
+    '"Ledger only" is the two transactions without the workflow start. Each request uses its own account ' +
+    '(as different users would) and the timings are per request; medians of 3 runs. The floor is one ' +
+    '`select 1` round trip on the same pool.',
+
+  async run(ctx: BenchContext): Promise<BenchOutput> {
+    const s = settings(ctx.quick);
+    const { orm } = await ctx.infra.freshDatabase();
+    const address = await ctx.infra.temporal();
+    const connection = await Connection.connect({ address });
+    ctx.infra.onStop(() => connection.close());
+    const deps = (): MeteringDeps => ({
+      em: orm.em.fork(),
+      temporal: new Client({ connection }),
+      taskQueue: `bench-metering-${randomUUID()}`, // no worker: the delayed workflows only record starts
+      settlementGraceMs: 3_600_000,
+      logger: createLogger({ logLevel: 'warn' }),
+    });
+    const defaults = { monthlyCredits: 1_000_000, onboardingCredits: 0, queryDailyLimit: 1_000_000, ingestDailyLimit: 0, queryMonthlyLimit: 1_000_000, ingestMonthlyLimit: 0 };
+    const accounts: string[] = [];
+    const total = s.requests * s.runs * 2 + 20;
+    ctx.log(`creating ${total} accounts`);
+    for (let i = 0; i < total; i++) {
+      const a = await createAccount(orm.em.fork(), defaults, { email: `bench-${i}-${randomUUID()}@cairn.local`, password: 'benchmark password, long' });
+      accounts.push(a.id);
+    }
+    let cursor = 0;
+    const nextAccount = () => accounts[cursor++ % accounts.length]!;
+    const input = () => ({ accountId: nextAccount(), metric: 'query' as const, baseCost: 1, maxProviderCost: 4, consumeQuota: true });
+
+    const full: number[] = [];
+    const ledger: number[] = [];
+    const floor: number[] = [];
+    for (let run = 1; run <= s.runs; run++) {
+      const f = await timeEach(s.requests, s.concurrency, () =>
+        runMetered(deps(), input(), async () => ({ value: null, outcome: 'completed', providerCost: 1 })),
+      );
+      const l = await timeEach(s.requests, s.concurrency, async () => {
+        const r = await reserve(orm.em.fork(), { reservationId: randomUUID(), ...input() });
+        await settle(orm.em.fork(), r.reservationId, 'completed', 1);
+      });
+      const z = await timeEach(s.requests, s.concurrency, () => orm.em.fork().getConnection().execute('select 1'));
+      full.push(summarize(f).p50, summarize(f).p95);
+      ledger.push(summarize(l).p50, summarize(l).p95);
+      floor.push(summarize(z).p50);
+      ctx.log(`run ${run}: full p50 ${summarize(f).p50.toFixed(2)} ms, ledger-only p50 ${summarize(l).p50.toFixed(2)} ms, select 1 p50 ${summarize(z).p50.toFixed(2)} ms`);
+    }
+    const pick = (xs: number[], i: 0 | 1) => median(xs.filter((_, k) => k % 2 === i));
+    const floorP50 = median(floor);
+    const metric = (id: string, label: string, value: number): Metric => ({
+      id, label, value: round(value), unit: 'ms', baseline: { label: 'select 1 p50', value: round(floorP50), kind: 'floor' }, ratio: round(value / floorP50),
+    });
+    return {
+      settings: { 'requests per run': s.requests, concurrency: s.concurrency, runs: s.runs },
+      metrics: [
+        metric('metering.full.p50', `Added latency, full protocol (reserve + workflow start + settle), p50 at ${s.concurrency} concurrent`, pick(full, 0)),
+        metric('metering.full.p95', `Added latency, full protocol, p95 at ${s.concurrency} concurrent`, pick(full, 1)),
+        metric('metering.ledger.p50', `Added latency, ledger transactions only (reserve + settle), p50 at ${s.concurrency} concurrent`, pick(ledger, 0)),
+        metric('metering.ledger.p95', `Added latency, ledger transactions only, p95 at ${s.concurrency} concurrent`, pick(ledger, 1)),
+      ],
+      runs: { fullP50P95: full.map(round), ledgerP50P95: ledger.map(round), selectOneP50: floor.map(round) },
+      notes: [
+        'The workflow start is the price of a durable owner for every reservation; the settlement itself runs inline in the API.',
+      ],
+    };
+  },
+};
