@@ -66,6 +66,8 @@ export class UnsupportedSourceError extends Error {
   }
 }
 
+const RECORD_BATCH = 2000;
+
 export type ProcessResult = {
   status: 'succeeded' | 'quarantined';
   quarantineReason: string | null;
@@ -131,8 +133,9 @@ export async function buildSourceRecords(
         contentHash(doc.text), doc.text, JSON.stringify(doc.sections)],
     );
     await q(tx, 'delete from record where source_id = ?', [jobId]);
-    // One statement for the whole set: rows travel as one JSON parameter.
-    await q(
+    // Rows travel as one JSON parameter per batch: few round trips, bounded memory.
+    for (let i = 0; i < unique.length; i += RECORD_BATCH) {
+      await q(
       tx,
       `insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, section_path, page, subject,
          link_type, link_from, link_to, content_hash)
@@ -140,8 +143,9 @@ export async function buildSourceRecords(
               array(select jsonb_array_elements_text(r.section_path)), r.page, r.subject, r.link_type, r.link_from, r.link_to, r.content_hash
          from jsonb_to_recordset(?::jsonb) as r(id uuid, kind text, text text, start_offset int, end_offset int,
               section_path jsonb, page int, subject text, link_type text, link_from text, link_to text, content_hash text)`,
-      [job.account_id, jobId, JSON.stringify(unique)],
-    );
+      [job.account_id, jobId, JSON.stringify(unique.slice(i, i + RECORD_BATCH))],
+      );
+    }
     await q(
       tx,
       `update ingest_job set title = ?, record_counts = ?::jsonb, quarantine_reason = ?, updated_at = now() where id = ?`,

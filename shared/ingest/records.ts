@@ -33,7 +33,13 @@ export type BuildRecordsOptions = {
   maxExcerptChars?: number;
   /** `from` of document links: the source's address. Defaults to the document title, else ''. */
   sourceUrl?: string;
+  /** Most facts and links one source yields (bounds memory on huge documents); defaults 20,000 each. */
+  maxFacts?: number;
+  maxLinks?: number;
 };
+
+export const DEFAULT_MAX_FACTS = 20_000;
+export const DEFAULT_MAX_LINKS = 20_000;
 
 const DEFAULT_MAX_EXCERPT = 1200;
 const MAX_ENTITIES_PER_SENTENCE = 8;
@@ -265,7 +271,11 @@ export function buildRecords(doc: ExtractedDocument, opts?: BuildRecordsOptions)
   const isJson = doc.contentType === 'application/json';
   const lineBreaks = doc.contentType === 'text/plain' ? 'bullets' : 'always';
 
+  const maxFacts = opts?.maxFacts ?? DEFAULT_MAX_FACTS;
+  const maxLinks = opts?.maxLinks ?? DEFAULT_MAX_LINKS;
+  const full = () => facts.length >= maxFacts && links.length >= maxLinks;
   const addFact = (span: Span, subject: string | null, path: string[]) => {
+    if (facts.length >= maxFacts) return;
     const t = text.slice(span.start, span.end);
     const key = t.replace(/\s+/g, ' ');
     if (seenFacts.has(key)) return;
@@ -277,13 +287,16 @@ export function buildRecords(doc: ExtractedDocument, opts?: BuildRecordsOptions)
     const t = text.slice(span.start, span.end);
     for (let i = 0; i < es.length; i++) {
       for (let j = i + 1; j < es.length; j++) {
+        if (links.length >= maxLinks) return;
         if (es[i]!.text === es[j]!.text) continue;
         links.push({ kind: 'link', linkType: 'entity', from: es[i]!.text, to: es[j]!.text, text: t, start: span.start, end: span.end });
       }
     }
   };
   const prose = (span: Span, path: string[], fallbackSubject: string | null) => {
+    if (full()) return; // nothing more would be kept: skip the sentence work
     for (const whole of sentenceSpans(text, span.start, span.end, lineBreaks)) {
+      if (full()) return;
       // A list marker is not part of the statement.
       const marker = LIST_MARKER.exec(text.slice(whole.start, Math.min(whole.end, whole.start + 8)));
       const s = marker ? { start: whole.start + marker[0].length, end: whole.end } : whole;
@@ -325,6 +338,7 @@ export function buildRecords(doc: ExtractedDocument, opts?: BuildRecordsOptions)
   for (const l of doc.links) {
     if (!/^https?:\/\//i.test(l.href)) continue;
     if (!(l.start >= 0 && l.end > l.start && l.end <= text.length)) continue;
+    if (links.length >= maxLinks) break;
     links.push({ kind: 'link', linkType: 'document', from, to: l.href, text: text.slice(l.start, l.end), start: l.start, end: l.end });
   }
   links.sort(

@@ -1,0 +1,162 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createAccount } from '../../shared/auth/accounts.ts';
+import { createApiKey } from '../../shared/auth/api-keys.ts';
+import { extract, type SupportedContentType } from '../../shared/ingest/extract/index.ts';
+import { buildRecords } from '../../shared/ingest/records.ts';
+import { startBenchApi } from '../lib/api.ts';
+import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
+import type { Metric } from '../lib/results.ts';
+import { median, round } from '../lib/stats.ts';
+
+// Issue acceptance for ingest: end-to-end throughput through Temporal with one worker (submission over
+// HTTP to the last job succeeded) against bare extraction + record building of the same files in one
+// process, and the worker's peak memory while it processes one 50 MB file.
+
+type Doc = { filename: string; contentType: SupportedContentType; bytes: Buffer };
+
+function corpus(pdf: Buffer, copies: number): Doc[] {
+  const docs: Doc[] = [];
+  for (let i = 0; i < copies; i++) {
+    const md = Array.from({ length: 400 }, (_, j) =>
+      `## Part ${j}\n\nProject Kestrel${i}x${j} was founded in ${1900 + (j % 120)} in Orlavik${j}. Its harbour code is harbor${i}${j}. ` +
+      `It studies ${j} migrating terns and publishes [notes](https://example.org/${i}/${j}).\n`).join('\n');
+    const html = `<!doctype html><html><head><title>Report ${i}</title></head><body><nav>menu</nav><article><h1>Report ${i}</h1>${
+      Array.from({ length: 300 }, (_, j) => `<h2>Chapter ${j}</h2><p>Station Vega${i}x${j} recorded ${j * 3} storms in ${1950 + (j % 70)}. The keeper was Ines Morales${j}.</p>`).join('')
+    }</article></body></html>`;
+    const json = JSON.stringify({ project: `Kestrel${i}`, stations: Array.from({ length: 500 }, (_, j) => ({ name: `Vega${j}`, storms: j, note: `Station Vega${j} opened in ${1900 + (j % 100)}.` })) });
+    const txt = Array.from({ length: 600 }, (_, j) => `Paragraph ${j}: the archive of project Kestrel${i} holds ${j} letters written in ${1800 + (j % 200)}.`).join('\n\n');
+    docs.push(
+      { filename: `notes-${i}.md`, contentType: 'text/markdown', bytes: Buffer.from(md) },
+      { filename: `report-${i}.html`, contentType: 'text/html', bytes: Buffer.from(html) },
+      { filename: `stations-${i}.json`, contentType: 'application/json', bytes: Buffer.from(json) },
+      { filename: `archive-${i}.txt`, contentType: 'text/plain', bytes: Buffer.from(txt) },
+      { filename: `multipage-${i}.pdf`, contentType: 'application/pdf', bytes: pdf },
+    );
+  }
+  return docs;
+}
+
+/** Peak resident memory (VmHWM) of a process, in MB. */
+async function peakRssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+export const ingest: Benchmark = {
+  name: 'ingest',
+  title: 'Ingest throughput through Temporal, and worker memory for a 50 MB file',
+  description:
+    'A corpus of Markdown, HTML, JSON, plain-text and PDF files is submitted live over HTTP to the real ' +
+    'API; one worker (bin/worker.ts as a separate process) processes the jobs through the real Temporal dev ' +
+    'server and PostgreSQL. End-to-end time runs from the first submission to the last job succeeded. ' +
+    'Bare time is extract() + buildRecords() of the same files, sequentially, in one process: the work ' +
+    'without queueing, storage or orchestration. Memory: a fresh worker processes one 50,000,000-byte ' +
+    'plain-text file; its peak resident set (VmHWM) is read from /proc after the job succeeds.',
+
+  async run(ctx: BenchContext): Promise<BenchOutput> {
+    const runs = ctx.quick ? 1 : 3;
+    const copies = ctx.quick ? 2 : 6;
+    const { orm, url: databaseUrl } = await ctx.infra.freshDatabase();
+    const temporalAddress = await ctx.infra.temporal();
+    const taskQueue = `bench-ingest-${randomUUID()}`;
+    const api = await startBenchApi(ctx.infra, {
+      orm,
+      temporalAddress,
+      env: { TEMPORAL_TASK_QUEUE: taskQueue, DEFAULT_INGEST_DAILY_LIMIT: '100000', DEFAULT_INGEST_MONTHLY_LIMIT: '100000' },
+    });
+    const account = await createAccount(orm.em.fork(), api.config.accountDefaults, { email: `bench-${randomUUID()}@cairn.local`, password: 'benchmark password, long' });
+    const { secret } = await createApiKey(orm.em.fork(), account.id, { name: 'bench', scopes: ['ingest'], maxPreset: 'accuracy' });
+
+    const startWorker = () => {
+      const child = spawn(process.execPath, [path.resolve('bin/worker.ts')], {
+        env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_TASK_QUEUE: taskQueue, LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      ctx.infra.onStop(async () => void child.kill('SIGTERM'));
+      return child;
+    };
+    const submit = async (d: Doc) => {
+      const res = await fetch(`${api.baseUrl}/v1/ingest/file`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ filename: d.filename, contentType: d.contentType, contentBase64: d.bytes.toString('base64'), dryRun: false, datedAt: '2026-11-01', idempotencyKey: `bench-${randomUUID()}` }),
+      });
+      if (res.status !== 202) throw new Error(`submission answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { job: { id: string } }).job.id;
+    };
+    const waitAll = async (ids: string[], timeoutMs: number) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const rows = await orm.em.fork().getConnection().execute<{ status: string; n: string }[]>(
+          'select status, count(*) as n from ingest_job where id in (?) group by status', [ids]);
+        const failed = rows.find((r) => r.status === 'failed');
+        if (failed) throw new Error(`${failed.n} ingest jobs failed`);
+        if (rows.every((r) => r.status === 'succeeded')) return;
+        if (Date.now() > deadline) throw new Error('ingest jobs did not finish in time');
+        await sleep(100);
+      }
+    };
+
+    const pdf = await readFile('test/fixtures/ingest/multipage.pdf');
+    const docs = corpus(pdf, copies);
+    const mb = docs.reduce((n, d) => n + d.bytes.byteLength, 0) / 1e6;
+    ctx.log(`corpus: ${docs.length} documents, ${mb.toFixed(2)} MB`);
+
+    const worker = startWorker();
+    await sleep(ctx.quick ? 3000 : 5000); // bundling workflows at worker start is not part of the measurement
+    const bare: number[] = [];
+    const e2e: number[] = [];
+    for (let run = 1; run <= runs; run++) {
+      let t = performance.now();
+      for (const d of docs) buildRecords(await extract(d.bytes, d.contentType));
+      bare.push((performance.now() - t) / 1000);
+      t = performance.now();
+      const ids: string[] = [];
+      for (const d of docs) ids.push(await submit(d));
+      await waitAll(ids, 600_000);
+      e2e.push((performance.now() - t) / 1000);
+      ctx.log(`run ${run}: bare ${bare.at(-1)!.toFixed(2)} s, end to end ${e2e.at(-1)!.toFixed(2)} s`);
+    }
+    worker.kill('SIGTERM');
+
+    // Peak memory for one 50 MB file, on a fresh worker.
+    const big: Doc = {
+      filename: 'big.txt',
+      contentType: 'text/plain',
+      bytes: Buffer.from(Array.from({ length: 700_000 }, (_, j) => `Line ${j}: the ledger of Orlavik records ${j} crossings.`).join('\n').slice(0, 50_000_000).padEnd(50_000_000, '.')),
+    };
+    const bigWorker = startWorker();
+    await sleep(ctx.quick ? 3000 : 5000);
+    const baseRss = await peakRssMb(bigWorker.pid!);
+    const t = performance.now();
+    await waitAll([await submit(big)], 900_000);
+    const bigSeconds = (performance.now() - t) / 1000;
+    const peak = await peakRssMb(bigWorker.pid!);
+    bigWorker.kill('SIGTERM');
+
+    const bareS = median(bare);
+    const e2eS = median(e2e);
+    const metrics: Metric[] = [
+      { id: 'ingest.e2e.docsPerSecond', label: 'End to end through Temporal (1 worker): documents per second', value: round(docs.length / e2eS), unit: 'docs/s',
+        baseline: { label: 'bare extraction', value: round(docs.length / bareS), kind: 'baseline' }, ratio: round(bareS / e2eS) },
+      { id: 'ingest.e2e.mbPerSecond', label: 'End to end through Temporal (1 worker): MB per second', value: round(mb / e2eS), unit: 'MB/s',
+        baseline: { label: 'bare extraction', value: round(mb / bareS), kind: 'baseline' }, ratio: round(bareS / e2eS) },
+      { id: 'ingest.e2e.slowdown', label: 'End-to-end time / bare extraction time', value: round(e2eS / bareS), unit: '×',
+        target: { op: '<', value: 1.5, text: '< 1.5×' }, ratio: round(e2eS / bareS / 1.5) },
+      { id: 'ingest.big.peakRssMb', label: 'Worker peak resident memory processing one 50 MB file', value: round(peak), unit: 'MB',
+        target: { op: '<', value: 1024, text: '< 1 GB' }, baseline: { label: 'idle worker', value: round(baseRss), kind: 'baseline' }, ratio: round(peak / 1024) },
+      { id: 'ingest.big.seconds', label: 'Time to process one 50 MB plain-text file (submission to succeeded)', value: round(bigSeconds), unit: 's' },
+    ];
+    return {
+      settings: { documents: docs.length, 'corpus MB': round(mb), runs, workers: 1 },
+      metrics,
+      runs: { bareSeconds: bare.map(round), endToEndSeconds: e2e.map(round) },
+      notes: ['The 50 MB file is plain text; its records are built and stored in full.'],
+    };
+  },
+};
