@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { deterministicUuid } from '../ids.ts';
+import { bound } from '../db/sql.ts';
 import { q } from '../metering/ledger.ts';
 import { assertContentMatches, extract, type SupportedContentType } from './extract/index.ts';
 import { decideQuarantine } from './quarantine.ts';
@@ -49,7 +50,8 @@ export async function acquireSource(
   if (!fetched.supportedType) {
     throw new UnsupportedSourceError(`The URL serves ${fetched.contentType ?? 'an unknown content type'}, which is not supported.`);
   }
-  await em.getConnection().execute(
+  await bound(
+    em,
     `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type, final_url)
      values (?, ?, ?, ?, ?, ?, ?) on conflict (job_id) do nothing`,
     [jobId, job.account_id, fetched.bytes, createHash('sha256').update(fetched.bytes).digest('hex'),
@@ -81,7 +83,8 @@ export async function buildSourceRecords(
   fetch: { crossSiteRedirect: boolean } | null,
 ): Promise<ProcessResult> {
   const job = await loadJob(em, jobId);
-  const [blob] = await em.getConnection().execute<{ bytes: Buffer; content_type: string; final_url: string | null }[]>(
+  const [blob] = await bound<{ bytes: Buffer; content_type: string; final_url: string | null }>(
+    em,
     'select bytes, content_type, final_url from ingest_blob where job_id = ?',
     [jobId],
   );
@@ -120,7 +123,7 @@ export async function buildSourceRecords(
   const unique = [...new Map(rows.map((r) => [r.id, r])).values()];
 
   await em.transactional(async (tx) => {
-    await q(
+    await bound(
       tx,
       `insert into source (id, account_id, kind, url, filename, content_type, title, dated_at, status, quarantine_reason,
          content_hash, text, sections)
@@ -135,7 +138,7 @@ export async function buildSourceRecords(
     await q(tx, 'delete from record where source_id = ?', [jobId]);
     // Rows travel as one JSON parameter per batch: few round trips, bounded memory.
     for (let i = 0; i < unique.length; i += RECORD_BATCH) {
-      await q(
+      await bound(
       tx,
       `insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, section_path, page, subject,
          link_type, link_from, link_to, content_hash)

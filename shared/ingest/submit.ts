@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.ts';
 import { MAX_FILE_BYTES } from '../contracts/ingest.ts';
 import { IngestJob } from '../db/entities/index.ts';
 import { AppError } from '../errors.ts';
+import { bound } from '../db/sql.ts';
 import { lockBalance, q } from '../metering/ledger.ts';
 import { consumeQuota, quotaHeaders, readQuota } from '../metering/quotas.ts';
 import { startIngestJob } from '../temporal/workflows.ts';
@@ -142,7 +143,7 @@ async function createJob(
         input.filename ?? null, input.contentType ?? null, input.datedAt, input.blob?.bytes.byteLength ?? null],
     );
     if (input.blob) {
-      await q(
+      await bound(
         tx,
         `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, ?)`,
         [jobId, accountId, input.blob.bytes, sha256(input.blob.bytes), input.blob.bytes.byteLength, input.blob.contentType],
