@@ -55,5 +55,3 @@ export const unauthorized = (message = 'A valid credential is required.') =>
 export const forbidden = (message = 'This credential is not allowed to do that.') =>
   new AppError(403, 'forbidden', message);
 export const notFound = (message = 'Not found.') => new AppError(404, 'not_found', message);
-export const serviceUnavailable = (message: string, headers: Record<string, string> = {}) =>
-  new AppError(503, 'service_unavailable', message, headers);

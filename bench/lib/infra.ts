@@ -1,14 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
 import pg from 'pg';
-import { ensureDatabase, startEmbeddedPostgres } from '../../shared/db/embedded.ts';
+import { ensureDatabase } from '../../shared/db/embedded.ts';
 import { createOrm, migrate, type Orm } from '../../shared/db/orm.ts';
+import { scratchPostgres, scratchTemporal } from '../../shared/local/ephemeral.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { resolveTemporalCli } from '../../shared/temporal/cli.ts';
 
 // The infrastructure a benchmark run needs, provided the way the test global setup does it:
 // DATABASE_URL / TEMPORAL_ADDRESS when set, otherwise a throwaway embedded PostgreSQL in a temporary
@@ -17,17 +12,6 @@ import { resolveTemporalCli } from '../../shared/temporal/cli.ts';
 
 export const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export type PostgresInfo = {
   /** A URL with rights to create databases; benchmarks create their own database from it. */
@@ -61,26 +45,15 @@ export class Infra {
   }
 
   private async startPostgres(): Promise<PostgresInfo> {
-    if (process.env.DATABASE_URL) return { adminUrl: process.env.DATABASE_URL, source: 'DATABASE_URL' };
-    const tmp = await mkdtemp(path.join(os.tmpdir(), 'cairn-bench-'));
-    this.defer(() => rm(tmp, { recursive: true, force: true }));
-    // As root, embedded PostgreSQL runs as a dedicated user that must be able to enter this directory.
-    await chmod(tmp, 0o755);
-    const db = await startEmbeddedPostgres({ dataDir: tmp, port: await freePort(), database: 'postgres', log });
+    const db = await scratchPostgres(log, 'cairn-bench-');
     this.defer(db.stop);
-    log('embedded PostgreSQL started');
-    return { adminUrl: db.url, source: 'embedded' };
+    return { adminUrl: db.adminUrl, source: db.source === 'env' ? 'DATABASE_URL' : 'embedded' };
   }
 
   private async startTemporal(): Promise<string> {
-    if (process.env.TEMPORAL_ADDRESS) return process.env.TEMPORAL_ADDRESS;
-    const cli = await resolveTemporalCli({ configured: process.env.TEMPORAL_CLI, log });
-    const env = await TestWorkflowEnvironment.createLocal({
-      server: { executable: { type: 'existing-path', path: cli }, ip: '127.0.0.1', ui: false },
-    });
-    this.defer(() => env.teardown());
-    log(`Temporal dev server at ${env.address}`);
-    return env.address;
+    const temporal = await scratchTemporal(log);
+    this.defer(temporal.stop);
+    return temporal.address;
   }
 
   /**

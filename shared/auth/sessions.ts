@@ -58,13 +58,6 @@ export async function endBrowserSession(em: EntityManager, token: string): Promi
   return (res as { affectedRows?: number }).affectedRows! > 0;
 }
 
-export async function endAllCredentials(em: EntityManager, accountId: string): Promise<void> {
-  const conn = em.getConnection();
-  await conn.execute('update browser_session set ended_at = now() where account_id = ? and ended_at is null', [accountId]);
-  await conn.execute('update cli_session set revoked_at = now() where account_id = ? and revoked_at is null', [accountId]);
-  await conn.execute('update api_key set revoked_at = now() where account_id = ? and revoked_at is null', [accountId]);
-  await conn.execute(`delete from cli_device_authorization where account_id = ?`, [accountId]);
-}
 
 export const sessionTimes = (s: { createdAt: Date; expiresAt: Date }) => ({
   issuedAt: s.createdAt.toISOString(),

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../global-setup.ts';
+import { freePort } from '../../shared/local/ephemeral.ts';
 
 /**
  * The newcomer's path: `npm start` with nothing configured brings up embedded PostgreSQL, the Temporal

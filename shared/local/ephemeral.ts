@@ -1,0 +1,58 @@
+// Throwaway infrastructure for the test suite and the benchmarks (not used by the service itself; it
+// needs the devDependency @temporalio/testing): a free local port, a scratch PostgreSQL and a headless
+// Temporal dev server, each honouring DATABASE_URL / TEMPORAL_ADDRESS when they are set.
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { startEmbeddedPostgres } from '../db/embedded.ts';
+import { resolveTemporalCli } from '../temporal/cli.ts';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export type Scratch<T> = T & { source: 'env' | 'embedded'; stop(): Promise<void> };
+
+/** DATABASE_URL when set, else an embedded PostgreSQL in a new temporary directory (removed on stop). */
+export async function scratchPostgres(log: (m: string) => void, prefix = 'cairn-scratch-'): Promise<Scratch<{ adminUrl: string }>> {
+  if (process.env.DATABASE_URL) return { adminUrl: process.env.DATABASE_URL, source: 'env', stop: async () => {} };
+  const tmp = await mkdtemp(path.join(os.tmpdir(), prefix));
+  // As root, embedded PostgreSQL runs as a dedicated user that must be able to enter this directory.
+  await chmod(tmp, 0o755);
+  try {
+    const db = await startEmbeddedPostgres({ dataDir: tmp, port: await freePort(), database: 'postgres', log });
+    log('embedded PostgreSQL started');
+    return {
+      adminUrl: db.url,
+      source: 'embedded',
+      stop: async () => {
+        await db.stop();
+        await rm(tmp, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await rm(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** TEMPORAL_ADDRESS when set, else the Temporal CLI's dev server, headless, on a free port. */
+export async function scratchTemporal(log: (m: string) => void): Promise<Scratch<{ address: string }>> {
+  if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS, source: 'env', stop: async () => {} };
+  const cli = await resolveTemporalCli({ configured: process.env.TEMPORAL_CLI, log });
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'existing-path', path: cli }, ip: '127.0.0.1', ui: false },
+  });
+  log(`Temporal dev server at ${env.address}`);
+  return { address: env.address, source: 'embedded', stop: () => env.teardown() };
+}
