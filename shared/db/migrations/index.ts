@@ -3,6 +3,7 @@ import { Migration0002Accounts } from './0002-accounts.ts';
 import { Migration0003IngestJobs } from './0003-ingest-jobs.ts';
 import { Migration0004Metering } from './0004-metering.ts';
 import { Migration0005Ingest } from './0005-ingest.ts';
+import { Migration0006Memory } from './0006-memory.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -14,4 +15,5 @@ export const migrationsList = [
   { name: '0003-ingest-jobs', class: Migration0003IngestJobs },
   { name: '0004-metering', class: Migration0004Metering },
   { name: '0005-ingest', class: Migration0005Ingest },
+  { name: '0006-memory', class: Migration0006Memory },
 ];
