@@ -4,6 +4,7 @@ import { Migration0003IngestJobs } from './0003-ingest-jobs.ts';
 import { Migration0004Metering } from './0004-metering.ts';
 import { Migration0005Ingest } from './0005-ingest.ts';
 import { Migration0006Memory } from './0006-memory.ts';
+import { Migration0009IngestStorage } from './0009-ingest-storage.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -16,4 +17,6 @@ export const migrationsList = [
   { name: '0004-metering', class: Migration0004Metering },
   { name: '0005-ingest', class: Migration0005Ingest },
   { name: '0006-memory', class: Migration0006Memory },
+  // 0007 and 0008 are reserved for work in progress on other branches (query, MCP OAuth).
+  { name: '0009-ingest-storage', class: Migration0009IngestStorage },
 ];
