@@ -4,10 +4,12 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { Config } from '../shared/config.ts';
 import type { Orm } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/logger.ts';
+import type { ApiMetrics } from '../shared/ops/metrics.ts';
 import type { RateLimiter } from '../shared/metering/rate-limit.ts';
 import type { TemporalClientHandle } from '../shared/temporal/client.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { errorsPlugin } from './plugins/errors.ts';
+import { metricsPlugin } from './plugins/metrics.ts';
 import { openapiPlugin } from './plugins/openapi.ts';
 import { accessRoutes } from './routes/access/index.ts';
 import { apiKeyRoutes } from './routes/account/api-keys.ts';
@@ -31,6 +33,8 @@ export type AppDeps = {
   readiness: Record<string, ReadinessCheck>;
   /** `api` serves the REST API and its docs; `mcp` is the MCP listener (health routes only so far). */
   surface?: 'api' | 'mcp';
+  /** Prometheus registry of this process; absent = no /metrics route. */
+  metrics?: ApiMetrics;
 };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -55,6 +59,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(errorsPlugin);
+  if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics, token: deps.config.ops.metricsToken });
   await app.register(authPlugin, { orm: deps.orm, config: deps.config, rateLimiter: deps.rateLimiter });
   const api = (deps.surface ?? 'api') === 'api';
   // The OpenAPI plugin must see every route registered after it, so it goes first.

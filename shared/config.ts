@@ -87,6 +87,8 @@ const envSchema = z.object({
     .default('true')
     .transform((v) => v === 'true' || v === '1'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+  METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
 });
 
 export type Config = {
@@ -125,6 +127,8 @@ export type Config = {
     accountDeletionWaitMs: number;
   };
   metering: { settlementGraceMs: number; rateLimitPerMinute: number };
+  /** Prometheus metrics: bearer token for the API's /metrics (unset = loopback clients only); worker port (0 = off). */
+  ops: { metricsToken: string | undefined; workerMetricsPort: number };
   accountDefaults: {
     monthlyCredits: number;
     onboardingCredits: number;
@@ -197,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       settlementGraceMs: e.SETTLEMENT_GRACE_SECONDS * 1000,
       rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     },
+    ops: { metricsToken: e.METRICS_TOKEN, workerMetricsPort: e.WORKER_METRICS_PORT },
     accountDefaults: {
       monthlyCredits: e.DEFAULT_MONTHLY_CREDITS,
       onboardingCredits: e.DEFAULT_ONBOARDING_CREDITS,
