@@ -76,13 +76,15 @@ export type ProcessResult = {
   counts: { sourceExcerpts: number; facts: number; links: number; total: number };
 };
 
-/** Extracts the stored bytes and replaces the source and its records in one transaction. */
+/** Extracts the stored bytes, replaces the source and its records and ends the job, in one transaction. */
 export async function buildSourceRecords(
   em: EntityManager,
   jobId: string,
   fetch: { crossSiteRedirect: boolean } | null,
 ): Promise<ProcessResult> {
   const job = await loadJob(em, jobId);
+  // A retry after the transaction below committed (the worker died before reporting): report what was stored.
+  if (job.status === 'succeeded' || job.status === 'quarantined') return storedResult(em, jobId, job.status);
   const [blob] = await bound<{ content_type: string; final_url: string | null }>(
     em,
     'select content_type, final_url from ingest_blob where job_id = ?',
@@ -151,16 +153,32 @@ export async function buildSourceRecords(
       [job.account_id, jobId, JSON.stringify(unique.slice(i, i + RECORD_BATCH))],
       );
     }
+    // The job ends in the same transaction as its records: no window where records exist for a queued job.
     await q(
       tx,
-      `update ingest_job set title = ?, record_counts = ?::jsonb, quarantine_reason = ?, updated_at = now() where id = ?`,
-      [doc.title, JSON.stringify(counts), decision.quarantine ? decision.reason : null, jobId],
+      `update ingest_job set title = ?, record_counts = ?::jsonb, quarantine_reason = ?, status = ?,
+         completed_at = coalesce(completed_at, now()), updated_at = now()
+       where id = ? and status = 'queued'`,
+      [doc.title, JSON.stringify(counts), decision.quarantine ? decision.reason : null,
+        decision.quarantine ? 'quarantined' : 'succeeded', jobId],
     );
+    await q(tx, 'delete from ingest_blob where job_id = ?', [jobId]);
   });
   return { status: decision.quarantine ? 'quarantined' : 'succeeded', quarantineReason: decision.quarantine ? decision.reason : null, counts };
 }
 
-/** Terminal states. The stored bytes are dropped once the source is built (its text is kept). */
+async function storedResult(em: EntityManager, jobId: string, status: 'succeeded' | 'quarantined'): Promise<ProcessResult> {
+  const [row] = await q<{ record_counts: ProcessResult['counts'] | null; quarantine_reason: string | null }>(
+    em, 'select record_counts, quarantine_reason from ingest_job where id = ?', [jobId],
+  );
+  const counts = row?.record_counts ?? { sourceExcerpts: 0, facts: 0, links: 0, total: 0 };
+  return { status, quarantineReason: row?.quarantine_reason ?? null, counts };
+}
+
+/**
+ * Terminal state for workflows started before the build step completed the job itself (replayed
+ * histories still schedule this activity). A no-op for jobs that already ended.
+ */
 export async function completeJob(em: EntityManager, jobId: string, status: 'succeeded' | 'quarantined'): Promise<void> {
   await em.transactional(async (tx) => {
     await q(tx, `update ingest_job set status = ?, completed_at = coalesce(completed_at, now()), updated_at = now() where id = ? and status = 'queued'`, [status, jobId]);

@@ -153,7 +153,7 @@ async function createJob(
   });
   const job = await deps.em.fork().findOneOrFail(IngestJob, { id: result.jobId });
   // Started with an id derived from the job: a replay (or a retry after a failed start) joins it.
-  if (job.status === 'queued') await startIngestJob(deps.temporal, deps.taskQueue, job.id, deps.heartbeatTimeoutMs);
+  if (job.status === 'queued') await startIngestJob(deps.temporal, deps.taskQueue, { id: job.id, kind: input.kind }, deps.heartbeatTimeoutMs);
   return { job, created: result.created, headers: quotaHeaders(result.quota) };
 }
 

@@ -60,11 +60,16 @@ export async function startCreditSettlement(client: Client, taskQueue: string, r
 export const ingestWorkflowId = (jobId: string) => `ingest-${jobId}`;
 
 /** One workflow per ingest job; starting it again joins the existing execution. */
-export async function startIngestJob(client: Client, taskQueue: string, jobId: string, heartbeatTimeoutMs?: number) {
+export async function startIngestJob(
+  client: Client,
+  taskQueue: string,
+  job: { id: string; kind: 'url' | 'file' },
+  heartbeatTimeoutMs?: number,
+) {
   return client.workflow.start<typeof ingestWorkflow>('ingestWorkflow', {
     taskQueue,
-    workflowId: ingestWorkflowId(jobId),
-    args: [{ jobId, heartbeatTimeoutMs }],
+    workflowId: ingestWorkflowId(job.id),
+    args: [{ jobId: job.id, kind: job.kind, heartbeatTimeoutMs }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
   }).catch((err: unknown) => {
