@@ -18,7 +18,7 @@ runMain(async () => {
     if (applied.length) logger.info({ applied }, 'applied migrations');
   }
   const temporal = createTemporalClient(requireTemporalAddress(config), config.temporal.namespace);
-  const rateLimiter = createRateLimiter(requireDatabaseUrl(config), config.metering.rateLimitPerMinute);
+  const rateLimiter = createRateLimiter(requireDatabaseUrl(config), config.metering.rateLimitPerMinute, logger);
   const deps = {
     config,
     logger,

@@ -1,25 +1,19 @@
 // Production entrypoint: one Temporal worker on TEMPORAL_TASK_QUEUE. Run as many as needed.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig, requireDatabaseUrl, requireTemporalAddress } from '../shared/config.ts';
 import { createOrm } from '../shared/db/orm.ts';
 import { createLogger } from '../shared/logger.ts';
 import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
 import { createWorkerMetrics, serveMetrics } from '../shared/ops/metrics.ts';
-import { createWorker } from '../shared/temporal/worker.ts';
+import { bundleWorkflows, createWorker, type CairnWorker } from '../shared/temporal/worker.ts';
 
 runMain(async () => {
   const config = loadConfig();
   const logger = createLogger(config, { name: 'worker' });
   const orm = await createOrm(requireDatabaseUrl(config), logger);
   const metrics = createWorkerMetrics();
-  const { worker, connection, identity } = await createWorker({
-    orm,
-    logger,
-    temporalAddress: requireTemporalAddress(config),
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs },
-    metrics,
-  });
+  // Bundled once: a reconnect below must not pay for webpack again.
+  const workflowBundle = await bundleWorkflows(logger);
   // Metrics are an aid, not a dependency: a taken port (several workers on one host) is logged, not fatal.
   const metricsServer = config.ops.workerMetricsPort
     ? await serveMetrics(metrics.registry, config.host, config.ops.workerMetricsPort).catch((err: unknown) => {
@@ -28,19 +22,50 @@ runMain(async () => {
       })
     : undefined;
 
+  let stopping = false;
+  let current: CairnWorker | undefined;
   // worker.shutdown() lets in-flight activities finish (shutdownGraceTime); run() then resolves.
   onShutdown(async (signal) => {
     logger.info({ signal }, 'worker shutting down');
+    stopping = true;
     metricsServer?.close();
-    worker.shutdown();
+    current?.worker.shutdown();
     await running;
   }, config.shutdownTimeoutMs);
   exitWithSupervisor();
 
-  logger.info({ identity, taskQueue: config.temporal.taskQueue }, 'worker started');
-  const running = worker.run().finally(async () => {
-    await connection.close();
+  // The worker outlives the Temporal server: when the server goes away (restart, network) the SDK
+  // worker fails; we reconnect with backoff instead of exiting, so no supervisor is needed for that.
+  const running = (async () => {
+    let backoffMs = 1000;
+    while (!stopping) {
+      try {
+        current = await createWorker({
+          orm,
+          logger,
+          temporalAddress: requireTemporalAddress(config),
+          namespace: config.temporal.namespace,
+          taskQueue: config.temporal.taskQueue,
+          ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs },
+          metrics,
+          workflowBundle,
+        });
+        if (stopping) break;
+        logger.info({ identity: current.identity, taskQueue: config.temporal.taskQueue }, 'worker started');
+        backoffMs = 1000;
+        await current.worker.run();
+      } catch (err) {
+        if (stopping) break;
+        logger.error({ err, retryInMs: backoffMs }, 'worker lost the Temporal server; reconnecting');
+        await sleep(backoffMs);
+        backoffMs = Math.min(backoffMs * 2, 30_000);
+      } finally {
+        // The connection may already be broken; closing it is best effort.
+        await current?.connection.close().catch((err: unknown) => logger.debug({ err }, 'closing the old Temporal connection failed'));
+        current = undefined;
+      }
+    }
     await orm.close();
-  });
+  })();
   await running;
 });

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
 
 export type RateLimiter = { consume(accountId: string): Promise<void>; close(): Promise<void> };
 
@@ -9,8 +10,11 @@ export type RateLimiter = { consume(accountId: string): Promise<void>; close(): 
  * from one window, kept in PostgreSQL so all API processes share it, and creating or rotating a key
  * changes nothing. Fixed one-minute windows of `perMinute` requests (rate-limiter-flexible).
  */
-export function createRateLimiter(databaseUrl: string, perMinute: number): RateLimiter {
+export function createRateLimiter(databaseUrl: string, perMinute: number, logger?: Logger): RateLimiter {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+  // pg re-emits a dropped idle connection's error on the pool; without a listener that is an uncaught
+  // exception that takes the API down (found by test/faults). The pool has already discarded the client.
+  pool.on('error', (err) => logger?.warn({ err }, 'rate limiter: a database connection was dropped'));
   const limiter = new RateLimiterPostgres({
     storeClient: pool,
     tableName: 'rate_limit',

@@ -1,22 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { ingestWorkflowId } from '../../shared/temporal/workflows.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { spawnWorker } from '../helpers/processes.ts';
 import { startApi, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
-
-/** A worker as production runs it (bin/worker.ts), in its own process so it can be SIGKILLed. */
-function spawnWorker(databaseUrl: string, taskQueue: string): ChildProcess {
-  return spawn(process.execPath, [path.resolve('bin/worker.ts')], {
-    env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_TASK_QUEUE: taskQueue, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
 
 let db: TestDatabase;
 const temporal = testTemporalClient();

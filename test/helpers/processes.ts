@@ -1,0 +1,47 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { inject } from 'vitest';
+import { freePort } from '../../shared/local/ephemeral.ts';
+
+// Production entrypoints in their own processes, so fault tests can SIGKILL them.
+
+type Env = Record<string, string | undefined>;
+
+function spawnEntrypoint(script: string, env: Env): ChildProcess {
+  return spawn(process.execPath, [path.resolve(script)], {
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', WORKER_METRICS_PORT: '0', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+/** bin/worker.ts on a task queue (Temporal address: the test run's server unless given). */
+export function spawnWorker(databaseUrl: string, taskQueue: string, env: Env = {}): ChildProcess {
+  return spawnEntrypoint('bin/worker.ts', {
+    DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_TASK_QUEUE: taskQueue, ...env,
+  });
+}
+
+/** bin/api.ts on a port; resolves once /readyz answers 200. */
+export async function spawnApi(databaseUrl: string, taskQueue: string, port: number, env: Env = {}): Promise<ChildProcess> {
+  const child = spawnEntrypoint('bin/api.ts', {
+    DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_TASK_QUEUE: taskQueue,
+    PORT: String(port), MCP_PORT: String(await freePort()), MIGRATE_ON_START: 'false', ...env,
+  });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`api exited with ${child.exitCode}`);
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+    if (ok) return child;
+    if (Date.now() > deadline) throw new Error('api did not become ready');
+    await sleep(100);
+  }
+}
+
+/** SIGKILL and wait for the process to be gone. */
+export async function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGKILL');
+  await gone;
+}
