@@ -4,6 +4,7 @@ import { Migration0003IngestJobs } from './0003-ingest-jobs.ts';
 import { Migration0004Metering } from './0004-metering.ts';
 import { Migration0005Ingest } from './0005-ingest.ts';
 import { Migration0006Memory } from './0006-memory.ts';
+import { Migration0008Oauth } from './0008-oauth.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -16,4 +17,6 @@ export const migrationsList = [
   { name: '0004-metering', class: Migration0004Metering },
   { name: '0005-ingest', class: Migration0005Ingest },
   { name: '0006-memory', class: Migration0006Memory },
+  // 0007 is taken by the query work; the numbers only order, so 0008 may land before it.
+  { name: '0008-oauth', class: Migration0008Oauth },
 ];
