@@ -37,9 +37,8 @@ export function externalTokenResolver(opts: {
     let claims;
     try {
       ({ payload: claims } = await jwtVerify(token, await keySet(), { issuer: opts.issuer, audience: [...opts.audiences] }));
-    } catch (err) {
-      onError(err);
-      return null;
+    } catch {
+      return null; // a bad signature, audience, issuer or expiry: simply not a credential here
     }
     const clientId = typeof claims.client_id === 'string' ? claims.client_id : typeof claims.azp === 'string' ? claims.azp : null;
     if (typeof claims.email !== 'string' || claims.email_verified === false || !clientId) return null;

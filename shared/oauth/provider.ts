@@ -72,7 +72,8 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: true },
-      revocation: { enabled: true },
+      // RFC 7009: a client may revoke only tokens issued to itself.
+      revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
       userinfo: { enabled: true },
       resourceIndicators: {
         enabled: true,
