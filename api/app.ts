@@ -4,6 +4,7 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { Config } from '../shared/config.ts';
 import type { Orm } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/logger.ts';
+import type { ApiMetrics } from '../shared/ops/metrics.ts';
 import type { RateLimiter } from '../shared/metering/rate-limit.ts';
 import type { OauthServer } from '../shared/oauth/server.ts';
 import type { TemporalClientHandle } from '../shared/temporal/client.ts';
@@ -15,6 +16,7 @@ import { oauthProviderRoutes } from './oauth/provider-routes.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { errorsPlugin } from './plugins/errors.ts';
 import { API_DOCUMENT_VERSION, openapiPlugin } from './plugins/openapi.ts';
+import { metricsPlugin } from './plugins/metrics.ts';
 import { accessRoutes } from './routes/access/index.ts';
 import { apiKeyRoutes } from './routes/account/api-keys.ts';
 import { connectedAppRoutes } from './routes/account/connected-apps.ts';
@@ -45,6 +47,8 @@ export type AppDeps = {
   mcpTools?: readonly McpTool[];
   /** `api` serves the REST API and its docs (and the MCP endpoint under /mcp); `mcp` is the MCP listener. */
   surface?: 'api' | 'mcp';
+  /** Prometheus registry of this process; absent = no /metrics route. */
+  metrics?: ApiMetrics;
 };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -69,6 +73,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(errorsPlugin);
+  if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics, token: deps.config.ops.metricsToken });
   await app.register(authPlugin, { orm: deps.orm, config: deps.config, rateLimiter: deps.rateLimiter });
   const api = (deps.surface ?? 'api') === 'api';
   // The OpenAPI plugin must see every route registered after it, so it goes first.

@@ -7,6 +7,7 @@ import { createLogger } from '../shared/logger.ts';
 import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
 import { createRateLimiter } from '../shared/metering/rate-limit.ts';
 import { createOauthServer } from '../shared/oauth/server.ts';
+import { createApiMetrics } from '../shared/ops/metrics.ts';
 import { createTemporalClient } from '../shared/temporal/client.ts';
 
 runMain(async () => {
@@ -28,6 +29,7 @@ runMain(async () => {
     orm,
     temporal,
     rateLimiter,
+    metrics: createApiMetrics(orm),
     readiness: { postgres: () => pingDatabase(orm), temporal: () => temporal.ping() },
   };
   const api = await buildApp(deps);

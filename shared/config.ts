@@ -101,6 +101,8 @@ const envSchema = z.object({
   OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
   MIGRATE_ON_START: booleanFlag('true'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+  METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
 });
 
 export type Config = {
@@ -159,6 +161,8 @@ export type Config = {
     accessTokenTtlSeconds: number;
     refreshTokenTtlSeconds: number;
   };
+  /** Prometheus metrics: bearer token for the API's /metrics (unset = loopback clients only); worker port (0 = off). */
+  ops: { metricsToken: string | undefined; workerMetricsPort: number };
   accountDefaults: {
     monthlyCredits: number;
     onboardingCredits: number;
@@ -246,6 +250,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       accessTokenTtlSeconds: e.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
       refreshTokenTtlSeconds: e.OAUTH_REFRESH_TOKEN_TTL_DAYS * 86_400,
     },
+    ops: { metricsToken: e.METRICS_TOKEN, workerMetricsPort: e.WORKER_METRICS_PORT },
     accountDefaults: {
       monthlyCredits: e.DEFAULT_MONTHLY_CREDITS,
       onboardingCredits: e.DEFAULT_ONBOARDING_CREDITS,

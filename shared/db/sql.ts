@@ -17,3 +17,50 @@ export async function bound<T = Record<string, unknown>>(em: EntityManager, sql:
   const res = await client.executeQuery(CompiledQuery.raw(text, params));
   return res.rows as T[];
 }
+
+// Long values ------------------------------------------------------------------------------------
+// node-postgres builds each bind message in one growing buffer and parses bytea from hex text, so a
+// single 50 MB value costs several hundred MB of transient memory. Long values travel in pieces instead.
+
+const TEXT_PIECE_CHARS = 4_000_000;
+const BYTES_PIECE = 8 * 1024 * 1024;
+
+/** Sets `table.column` of one row to `text`, sent in pieces and joined by PostgreSQL. Needs a transaction. */
+export async function writeLongText(tx: EntityManager, table: string, column: string, id: string, text: string): Promise<void> {
+  await bound(tx, 'create temp table if not exists long_text_piece (seq integer primary key, piece text not null) on commit drop', []);
+  await bound(tx, 'truncate long_text_piece', []);
+  let seq = 0;
+  for (let from = 0; from < text.length; ) {
+    let to = Math.min(text.length, from + TEXT_PIECE_CHARS);
+    // Never split a surrogate pair: each piece is encoded to UTF-8 on its own.
+    const c = text.charCodeAt(to - 1);
+    if (to < text.length && c >= 0xd800 && c <= 0xdbff) to--;
+    await bound(tx, 'insert into long_text_piece (seq, piece) values (?, ?)', [seq++, text.slice(from, to)]);
+    from = to;
+  }
+  await bound(
+    tx,
+    `update ${table} set ${column} = coalesce((select string_agg(piece, '' order by seq) from long_text_piece), '') where id = ?`,
+    [id],
+  );
+}
+
+/**
+ * Reads a bytea column of one row in slices into one buffer. The column should use storage EXTERNAL
+ * (uncompressed), so each slice reads only its own TOAST chunks.
+ */
+export async function readLongBytes(em: EntityManager, table: string, column: string, keyColumn: string, key: string): Promise<Buffer | null> {
+  const [row] = await bound<{ size: number | null }>(em, `select octet_length(${column}) as size from ${table} where ${keyColumn} = ?`, [key]);
+  if (!row || row.size === null) return null;
+  const out = Buffer.allocUnsafe(row.size);
+  for (let at = 0; at < row.size; at += BYTES_PIECE) {
+    const [piece] = await bound<{ piece: Buffer }>(
+      em,
+      `select substring(${column} from ? for ?) as piece from ${table} where ${keyColumn} = ?`,
+      [at + 1, BYTES_PIECE, key],
+    );
+    if (!piece) return null; // the row went away mid-read
+    piece.piece.copy(out, at);
+  }
+  return out;
+}

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { deterministicUuid } from '../ids.ts';
-import { bound } from '../db/sql.ts';
+import { bound, readLongBytes, writeLongText } from '../db/sql.ts';
 import { q } from '../metering/ledger.ts';
 import { assertContentMatches, extract, type SupportedContentType } from './extract/index.ts';
 import { decideQuarantine } from './quarantine.ts';
@@ -83,15 +83,16 @@ export async function buildSourceRecords(
   fetch: { crossSiteRedirect: boolean } | null,
 ): Promise<ProcessResult> {
   const job = await loadJob(em, jobId);
-  const [blob] = await bound<{ bytes: Buffer; content_type: string; final_url: string | null }>(
+  const [blob] = await bound<{ content_type: string; final_url: string | null }>(
     em,
-    'select bytes, content_type, final_url from ingest_blob where job_id = ?',
+    'select content_type, final_url from ingest_blob where job_id = ?',
     [jobId],
   );
-  if (!blob) throw new Error(`ingest job ${jobId} has no stored bytes`);
+  const bytes = blob && (await readLongBytes(em, 'ingest_blob', 'bytes', 'job_id', jobId));
+  if (!blob || !bytes) throw new Error(`ingest job ${jobId} has no stored bytes`);
   const contentType = blob.content_type as SupportedContentType;
-  assertContentMatches(blob.bytes, contentType);
-  const doc = await extract(blob.bytes, contentType, { sourceUrl: blob.final_url ?? job.source_url ?? undefined });
+  assertContentMatches(bytes, contentType);
+  const doc = await extract(bytes, contentType, { sourceUrl: blob.final_url ?? job.source_url ?? undefined });
   const records = buildRecords(doc);
   const decision = decideQuarantine(doc, records, fetch);
   const counts = {
@@ -127,14 +128,15 @@ export async function buildSourceRecords(
       tx,
       `insert into source (id, account_id, kind, url, filename, content_type, title, dated_at, status, quarantine_reason,
          content_hash, text, sections)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?::jsonb)
        on conflict (id) do update set title = excluded.title, status = excluded.status,
          quarantine_reason = excluded.quarantine_reason, content_hash = excluded.content_hash,
          text = excluded.text, sections = excluded.sections, url = excluded.url`,
       [jobId, job.account_id, job.kind, blob.final_url ?? job.source_url, job.filename, contentType, doc.title, job.dated_at,
         decision.quarantine ? 'quarantined' : 'active', decision.quarantine ? decision.reason : null,
-        contentHash(doc.text), doc.text, JSON.stringify(doc.sections)],
+        contentHash(doc.text), JSON.stringify(doc.sections)],
     );
+    await writeLongText(tx, 'source', 'text', jobId, doc.text);
     await q(tx, 'delete from record where source_id = ?', [jobId]);
     // Rows travel as one JSON parameter per batch: few round trips, bounded memory.
     for (let i = 0; i < unique.length; i += RECORD_BATCH) {

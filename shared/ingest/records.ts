@@ -45,9 +45,37 @@ const DEFAULT_MAX_EXCERPT = 1200;
 const MAX_ENTITIES_PER_SENTENCE = 8;
 const MAX_SENTENCE_FOR_ENTITIES = 1000;
 
-/** sha256 (hex) of the text with whitespace collapsed and trimmed (and Unicode NFC), for deduplication. */
-export function contentHash(text: string): string {
-  return createHash('sha256').update(text.normalize('NFC').replace(/\s+/g, ' ').trim()).digest('hex');
+const HASH_PIECE_CHARS = 1 << 20;
+
+/**
+ * sha256 (hex) of the text with whitespace collapsed and trimmed (and Unicode NFC), for deduplication.
+ * Long texts are hashed in pieces cut before a whitespace character (nothing composes across one), so
+ * a 50 MB document does not need several full-size normalized copies at once; the digest is the same.
+ */
+export function contentHash(text: string, pieceChars = HASH_PIECE_CHARS): string {
+  const h = createHash('sha256');
+  let started = false;
+  let pendingSpace = false;
+  for (let from = 0; from < text.length; ) {
+    let to = Math.min(text.length, from + pieceChars);
+    while (to < text.length && to > from && !/\s/.test(text[to]!)) to++;
+    let body = text.slice(from, to).normalize('NFC').replace(/\s+/g, ' ');
+    from = to;
+    if (body.startsWith(' ')) {
+      pendingSpace = true;
+      body = body.slice(1);
+    }
+    const trailing = body.endsWith(' ');
+    if (trailing) body = body.slice(0, -1);
+    if (body) {
+      if (started && pendingSpace) h.update(' ');
+      h.update(body);
+      started = true;
+      pendingSpace = false;
+    }
+    if (trailing) pendingSpace = true;
+  }
+  return h.digest('hex');
 }
 
 /** Sections sorted, clipped and gap-free, so that every character belongs to exactly one. */

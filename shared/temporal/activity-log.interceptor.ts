@@ -1,12 +1,14 @@
 import type { Context } from '@temporalio/activity';
 import type { ActivityInboundCallsInterceptor, ActivityInterceptors } from '@temporalio/worker';
 import type { Logger } from '../logger.ts';
+import type { WorkerMetrics } from '../ops/metrics.ts';
 
 /**
  * Logs each activity attempt's outcome and duration with workflowId, runId, activity and attempt, so one
- * grep for a workflow id shows everything its activities did.
+ * grep for a workflow id shows everything its activities did; with metrics, also observes the attempt's
+ * duration by activity type and outcome.
  */
-export function activityLogInterceptor(logger: Logger) {
+export function activityLogInterceptor(logger: Logger, metrics?: WorkerMetrics) {
   return (ctx: Context): ActivityInterceptors => {
     const { workflowExecution, activityType, attempt, activityId } = ctx.info;
     const log = logger.child({
@@ -19,12 +21,18 @@ export function activityLogInterceptor(logger: Logger) {
     const inbound: ActivityInboundCallsInterceptor = {
       async execute(input, next) {
         const started = performance.now();
+        const finish = (outcome: 'completed' | 'failed', err?: unknown) => {
+          const ms = performance.now() - started;
+          if (outcome === 'failed') log.warn({ err, durationMs: Math.round(ms) }, 'activity failed');
+          else log.info({ durationMs: Math.round(ms) }, 'activity completed');
+          metrics?.activityDuration.observe({ activity: activityType, outcome }, ms / 1000);
+        };
         try {
           const result = await next(input);
-          log.info({ durationMs: Math.round(performance.now() - started) }, 'activity completed');
+          finish('completed');
           return result;
         } catch (err) {
-          log.warn({ err, durationMs: Math.round(performance.now() - started) }, 'activity failed');
+          finish('failed', err);
           throw err;
         }
       },

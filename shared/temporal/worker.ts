@@ -4,6 +4,7 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } fro
 import { createActivities } from '../../activities/index.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
+import type { WorkerMetrics } from '../ops/metrics.ts';
 import { activityLogInterceptor } from './activity-log.interceptor.ts';
 import { installTemporalRuntime, temporalLoggerFromPino } from './logging.ts';
 
@@ -39,6 +40,8 @@ export type WorkerDeps = {
   /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
   workflowBundle?: WorkflowBundle;
   identity?: string;
+  /** Activity outcome metrics of this process; absent = not measured. */
+  metrics?: WorkerMetrics;
 };
 
 export type CairnWorker = { worker: Worker; connection: NativeConnection; identity: string };
@@ -60,7 +63,7 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
     identity,
     activities,
     workflowBundle: deps.workflowBundle ?? (await bundleWorkflows(deps.logger)),
-    interceptors: { activity: [activityLogInterceptor(deps.logger.child({ component: 'activity' }))] },
+    interceptors: { activity: [activityLogInterceptor(deps.logger.child({ component: 'activity' }), deps.metrics)] },
     // Give running activities time to finish on SIGTERM before the process exits.
     shutdownGraceTime: '10 seconds',
   });

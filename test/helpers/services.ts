@@ -8,6 +8,7 @@ import { loadConfig, type Config } from '../../shared/config.ts';
 import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
 import { createLogger, type Logger } from '../../shared/logger.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
+import type { ApiMetrics, WorkerMetrics } from '../../shared/ops/metrics.ts';
 import { createTemporalClient, type TemporalClientHandle } from '../../shared/temporal/client.ts';
 import { createWorker, type CairnWorker } from '../../shared/temporal/worker.ts';
 
@@ -37,6 +38,7 @@ export async function startApi(opts: {
   env?: NodeJS.ProcessEnv;
   taskQueue?: string;
   rateLimiter?: RateLimiter;
+  metrics?: ApiMetrics;
 }): Promise<{ app: FastifyInstance; baseUrl: string; config: Config; close(): Promise<void> }> {
   const config = loadConfig({ PORT: '8080', TEMPORAL_TASK_QUEUE: opts.taskQueue ?? 'unused', ...opts.env });
   const app = await buildApp({
@@ -44,6 +46,7 @@ export async function startApi(opts: {
     orm: opts.orm,
     temporal: opts.temporal,
     rateLimiter: opts.rateLimiter,
+    metrics: opts.metrics,
     logger: opts.logger ?? memoryLogger().logger,
     readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => opts.temporal.ping() },
   });
@@ -55,7 +58,7 @@ export async function startApi(opts: {
 }
 
 /** A real worker on its own task queue, using the run's prebuilt workflow bundle. */
-export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[] }) {
+export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics }) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
   const handle: CairnWorker = await createWorker({
     orm: opts.orm,
@@ -65,6 +68,7 @@ export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: 
     taskQueue: opts.taskQueue,
     ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000 },
     workflowBundle: { code },
+    metrics: opts.metrics,
   });
   const running = handle.worker.run();
   return {

@@ -240,4 +240,15 @@ describe('contentHash', () => {
     // Composed and decomposed accents are the same text.
     expect(contentHash('Crème')).toBe(contentHash('Cre\u0300me'));
   });
+
+  it('gives the same digest when a long text is hashed in pieces, whatever the piece size', () => {
+    const whole = (t: string) => createHash('sha256').update(t.normalize('NFC').replace(/\s+/g, ' ').trim()).digest('hex');
+    const alphabet = ['a', 'b', ' ', '  ', '\n', '\t', 'e\u0301', '\u00e9', '😀', '\u00a0', '.'];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (let i = 0; i < 200; i++) {
+      const text = Array.from({ length: next() % 60 }, () => alphabet[next() % alphabet.length]).join('');
+      for (const piece of [1, 2, 3, 5, 1 << 20]) expect(contentHash(text, piece), JSON.stringify(text)).toBe(whole(text));
+    }
+  });
 });

@@ -1,0 +1,86 @@
+import { createServer, type Server } from 'node:http';
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Orm } from '../db/orm.ts';
+
+// Prometheus metrics. Each process builds its own registry (no global default registry), so tests can
+// run several apps in one process. Work-queue state is read from PostgreSQL at scrape time: it is the
+// same for every api process and survives restarts, unlike in-process counters.
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const ACTIVITY_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600];
+
+type CountRow = { label: string; kind?: string; n: string | number };
+
+/** One gauge per table state, refreshed on every scrape. */
+function stateGauge(registry: Registry, orm: Orm, name: string, help: string, labelNames: string[], sql: string) {
+  return new Gauge({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    async collect() {
+      const rows = await orm.em.fork().getConnection().execute<CountRow[]>(sql);
+      this.reset();
+      for (const r of rows) {
+        const labels: Record<string, string> = { [labelNames[0]!]: r.label };
+        if (labelNames[1]) labels[labelNames[1]] = r.kind ?? '';
+        this.set(labels, Number(r.n));
+      }
+    },
+  });
+}
+
+export function createApiMetrics(orm: Orm) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'cairn_api_' });
+  const httpDuration = new Histogram({
+    name: 'cairn_http_request_duration_seconds',
+    help: 'HTTP request latency by route template and status code',
+    labelNames: ['method', 'route', 'status_code'],
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  stateGauge(registry, orm, 'cairn_ingest_jobs', 'Ingest jobs by status and kind (queued = queue depth)', ['status', 'kind'],
+    'select status as label, kind, count(*) as n from ingest_job group by status, kind');
+  stateGauge(registry, orm, 'cairn_memory_events', 'Memory events by status and kind (queued and running = queue depth)', ['status', 'kind'],
+    'select status as label, kind, count(*) as n from memory_event group by status, kind');
+  stateGauge(registry, orm, 'cairn_credit_reservations', 'Credit reservations by status (held = not yet settled)', ['status'],
+    'select status as label, count(*) as n from credit_reservation group by status');
+  stateGauge(registry, orm, 'cairn_credit_reservations_overdue', 'Held credit reservations older than one hour: settlement is lagging', ['status'],
+    `select 'held' as label, count(*) as n from credit_reservation where status = 'held' and created_at < now() - interval '1 hour'`);
+  return { registry, httpDuration };
+}
+export type ApiMetrics = ReturnType<typeof createApiMetrics>;
+
+export function createWorkerMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'cairn_worker_' });
+  const activityDuration = new Histogram({
+    name: 'cairn_activity_duration_seconds',
+    help: 'Activity attempts by activity type and outcome (completed, failed)',
+    labelNames: ['activity', 'outcome'],
+    buckets: ACTIVITY_BUCKETS,
+    registers: [registry],
+  });
+  return { registry, activityDuration };
+}
+export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
+
+/** A tiny HTTP server for a process without an HTTP API of its own (the worker): GET /metrics only. */
+export async function serveMetrics(registry: Registry, host: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || req.url !== '/metrics') {
+      res.writeHead(404).end();
+      return;
+    }
+    registry.metrics().then(
+      (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
+      () => res.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}
