@@ -13,10 +13,13 @@ const LOCALHOST = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i;
  * protection); other localhost origins only when the operator runs a local development server.
  */
 export function checkOrigin(origin: string | undefined, mcp: Config['mcp']): void {
-  if (origin === undefined) return;
-  if (mcp.allowedOrigins.includes(origin)) return;
-  if (mcp.localDevOrigins && LOCALHOST.test(origin)) return;
-  throw new McpHttpError(403, 'forbidden', 'This Origin may not call the MCP endpoint.');
+  if (origin !== undefined && !isAllowedOrigin(origin, mcp)) {
+    throw new McpHttpError(403, 'forbidden', 'This Origin may not call the MCP endpoint.');
+  }
+}
+
+export function isAllowedOrigin(origin: string, mcp: Config['mcp']): boolean {
+  return mcp.allowedOrigins.includes(origin) || (mcp.localDevOrigins && LOCALHOST.test(origin));
 }
 
 /**

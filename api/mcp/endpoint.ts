@@ -5,7 +5,7 @@ import { mapError } from '../plugins/errors.ts';
 import type { MetadataSource } from '../../shared/oauth/metadata.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import type { OauthTokenResolver } from '../../shared/oauth/server.ts';
-import { authenticateMcp, checkOrigin } from './authenticate.ts';
+import { authenticateMcp, checkOrigin, isAllowedOrigin } from './authenticate.ts';
 import {
   McpHttpError,
   PREFERRED_PROTOCOL_VERSION,
@@ -71,7 +71,33 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
       .send(rpcErrorBody({ message: mapped.message, code: String(mapped.code), rpcCode }, request.id));
   });
 
+  // CORS for browser-based MCP clients: metadata is public; the endpoint itself answers only origins that
+  // pass the Origin rule (the same check as rule 1), and exposes the headers a client must read.
+  app.addHook('onRequest', async (request, reply) => {
+    const origin = first(request.headers.origin);
+    if (origin === undefined) return;
+    if (request.url.includes('/.well-known/')) {
+      reply.header('access-control-allow-origin', '*');
+      return;
+    }
+    if (isAllowedOrigin(origin, opts.config.mcp)) {
+      reply
+        .header('access-control-allow-origin', origin)
+        .header('vary', 'Origin')
+        .header('access-control-expose-headers', 'mcp-protocol-version, www-authenticate, retry-after');
+    }
+  });
+
   const hide = { schema: { hide: true } };
+  app.options('/', hide, async (request, reply) => {
+    checkOrigin(first(request.headers.origin), opts.config.mcp);
+    return reply
+      .code(204)
+      .header('access-control-allow-methods', 'POST')
+      .header('access-control-allow-headers', 'authorization, content-type, accept, mcp-protocol-version')
+      .header('access-control-max-age', '600')
+      .send();
+  });
   app.get('/.well-known/oauth-protected-resource', hide, async () => protectedResourceMetadata(opts.config, opts.resource));
   app.get('/.well-known/oauth-authorization-server', hide, async () => opts.authServerMetadata());
 

@@ -329,6 +329,16 @@ describe('local development origins', () => {
       expect((await post(msg('ping'), { url: dev.mcpUrl, origin: 'http://localhost:5173' })).status).toBe(200);
       expect((await post(msg('ping'), { url: dev.mcpUrl, origin: 'http://[::1]:6274' })).status).toBe(200);
       expect((await post(msg('ping'), { url: dev.mcpUrl, origin: 'https://evil.example' })).status).toBe(403);
+      // CORS for browser-based clients: the preflight and the response name the admitted origin only.
+      const preflight = await fetch(dev.mcpUrl, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'POST' } });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
+      expect(preflight.headers.get('access-control-allow-headers')).toContain('mcp-protocol-version');
+      const evil = await fetch(dev.mcpUrl, { method: 'OPTIONS', headers: { origin: 'https://evil.example' } });
+      expect(evil.status).toBe(403);
+      expect(evil.headers.get('access-control-allow-origin')).toBeNull();
+      const res = await post(msg('ping'), { url: dev.mcpUrl, origin: 'http://localhost:5173' });
+      expect(res.headers.get('access-control-expose-headers')).toContain('www-authenticate');
     } finally {
       await dev.close();
     }
