@@ -6,13 +6,20 @@ import type { Orm } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { ApiMetrics } from '../shared/ops/metrics.ts';
 import type { RateLimiter } from '../shared/metering/rate-limit.ts';
+import type { OauthServer } from '../shared/oauth/server.ts';
 import type { TemporalClientHandle } from '../shared/temporal/client.ts';
+import { mcpEndpoint, protectedResourceMetadata } from './mcp/endpoint.ts';
+import { MCP_TOOLS } from './mcp/tools/index.ts';
+import type { McpTool } from './mcp/tools/registry.ts';
+import { interactionRoutes } from './oauth/interaction.ts';
+import { oauthProviderRoutes } from './oauth/provider-routes.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { errorsPlugin } from './plugins/errors.ts';
+import { API_DOCUMENT_VERSION, openapiPlugin } from './plugins/openapi.ts';
 import { metricsPlugin } from './plugins/metrics.ts';
-import { openapiPlugin } from './plugins/openapi.ts';
 import { accessRoutes } from './routes/access/index.ts';
 import { apiKeyRoutes } from './routes/account/api-keys.ts';
+import { connectedAppRoutes } from './routes/account/connected-apps.ts';
 import { deletionRoutes } from './routes/account/deletion.ts';
 import { overviewRoutes } from './routes/account/overview.ts';
 import { usageRoutes } from './routes/account/usage.ts';
@@ -31,7 +38,14 @@ export type AppDeps = {
   rateLimiter?: RateLimiter;
   /** Named dependency probes for /readyz (postgres, temporal). */
   readiness: Record<string, ReadinessCheck>;
-  /** `api` serves the REST API and its docs; `mcp` is the MCP listener (health routes only so far). */
+  /**
+   * The MCP endpoint's authorization server (built-in provider or external identity provider). Without
+   * it (offline unit tests) neither the OAuth server nor the MCP endpoint is mounted.
+   */
+  oauth?: OauthServer;
+  /** The MCP tools; the 14 of spec 4.6 unless a test supplies others. */
+  mcpTools?: readonly McpTool[];
+  /** `api` serves the REST API and its docs (and the MCP endpoint under /mcp); `mcp` is the MCP listener. */
   surface?: 'api' | 'mcp';
   /** Prometheus registry of this process; absent = no /metrics route. */
   metrics?: ApiMetrics;
@@ -75,6 +89,29 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(accessRoutes);
     await app.register(ingestJobRoutes);
     await app.register(ingestSubmitRoutes, { config: deps.config, temporal: deps.temporal });
+    await app.register(connectedAppRoutes);
+    const provider = deps.oauth?.provider;
+    if (provider) {
+      await app.register(oauthProviderRoutes, { provider });
+      await app.register(interactionRoutes, { config: deps.config, provider });
+    }
+  }
+  if (deps.oauth) {
+    // {mcp_url} is the MCP listener's root; deployments exposing one port use {PUBLIC_BASE_URL}/mcp.
+    const resource = api ? deps.config.mcp.apiMountUrl : deps.config.mcp.publicUrl;
+    const options = {
+      config: deps.config,
+      tools: deps.mcpTools ?? MCP_TOOLS,
+      toolDeps: { config: deps.config, temporal: deps.temporal },
+      rateLimiter: deps.rateLimiter,
+      resolveOauthToken: deps.oauth.resolveToken,
+      authServerMetadata: deps.oauth.metadata,
+      resource,
+      version: API_DOCUMENT_VERSION,
+    };
+    await app.register(mcpEndpoint, { ...options, prefix: api ? '/mcp' : '' });
+    // RFC 9728 path insertion: the address MCP clients derive first for a resource with a path.
+    if (api) app.get('/.well-known/oauth-protected-resource/mcp', { schema: { hide: true } }, async () => protectedResourceMetadata(deps.config, resource));
   }
   return app;
 }

@@ -6,6 +6,7 @@ import { createOrm, migrate, pingDatabase } from '../shared/db/orm.ts';
 import { createLogger } from '../shared/logger.ts';
 import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
 import { createRateLimiter } from '../shared/metering/rate-limit.ts';
+import { createOauthServer } from '../shared/oauth/server.ts';
 import { createApiMetrics } from '../shared/ops/metrics.ts';
 import { createTemporalClient } from '../shared/temporal/client.ts';
 
@@ -19,8 +20,11 @@ runMain(async () => {
   }
   const temporal = createTemporalClient(requireTemporalAddress(config), config.temporal.namespace);
   const rateLimiter = createRateLimiter(requireDatabaseUrl(config), config.metering.rateLimitPerMinute, logger);
+  // After migrations: the built-in authorization server reads its shared keys from the database.
+  const oauth = await createOauthServer({ config, orm });
   const deps = {
     config,
+    oauth,
     logger,
     orm,
     temporal,

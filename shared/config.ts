@@ -35,6 +35,12 @@ const originList = z
     return origins;
   });
 
+const booleanFlag = (fallback: 'true' | 'false') =>
+  z
+    .enum(['true', 'false', '1', '0'])
+    .default(fallback)
+    .transform((v) => v === 'true' || v === '1');
+
 const envSchema = z.object({
   DATABASE_URL: optionalString.pipe(
     z
@@ -82,10 +88,18 @@ const envSchema = z.object({
   DEFAULT_INGEST_MONTHLY_LIMIT: z.coerce.number().int().min(0).default(4000),
   SETTLEMENT_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
-  MIGRATE_ON_START: z
-    .enum(['true', 'false', '1', '0'])
-    .default('true')
-    .transform((v) => v === 'true' || v === '1'),
+  MCP_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  MCP_LOCAL_DEV_ORIGINS: booleanFlag('false'),
+  MCP_AUTH_ISSUER: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  MCP_EXTERNAL_SCOPES: z
+    .string()
+    .trim()
+    .default('memory.read')
+    .transform((v) => v.split(/[\s,]+/).filter(Boolean))
+    .pipe(z.array(z.enum(['memory.read', 'memory.write'])).max(2)),
+  OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
+  OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  MIGRATE_ON_START: booleanFlag('true'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
@@ -127,6 +141,26 @@ export type Config = {
     accountDeletionWaitMs: number;
   };
   metering: { settlementGraceMs: number; rateLimitPerMinute: number };
+  mcp: {
+    /** {mcp_url}: the MCP listener's public address, also the OAuth resource indicator. */
+    publicUrl: string;
+    /** The API-port mount of the same endpoint ({PUBLIC_BASE_URL}/mcp), a second accepted resource. */
+    apiMountUrl: string;
+    /** Admit localhost Origins other than the canonical ones (local development servers only). */
+    localDevOrigins: boolean;
+    /** Origins a browser-based MCP client may send: the canonical service origins. */
+    allowedOrigins: string[];
+  };
+  oauth: {
+    /** `builtin`: our authorization server at {issuer}; `external`: an operator-configured identity provider. */
+    mode: 'builtin' | 'external';
+    /** {auth_url}: the authorization server's issuer identifier. */
+    issuer: string;
+    /** External mode: the effective scopes a newly connected application starts with. */
+    externalScopes: ('memory.read' | 'memory.write')[];
+    accessTokenTtlSeconds: number;
+    refreshTokenTtlSeconds: number;
+  };
   /** Prometheus metrics: bearer token for the API's /metrics (unset = loopback clients only); worker port (0 = off). */
   ops: { metricsToken: string | undefined; workerMetricsPort: number };
   accountDefaults: {
@@ -162,6 +196,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   }
   const e = parsed.data;
   const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://127.0.0.1:${e.PORT}`).replace(/\/$/, '');
+  // URL.href normalises: a root address keeps its trailing slash, a path has none added.
+  const mcpPublicUrl = new URL(e.MCP_PUBLIC_URL ?? `http://127.0.0.1:${e.MCP_PORT}/`).href;
   return {
     databaseUrl: e.DATABASE_URL,
     dataDir: path.resolve(cwd, e.DATA_DIR),
@@ -200,6 +236,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     metering: {
       settlementGraceMs: e.SETTLEMENT_GRACE_SECONDS * 1000,
       rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    },
+    mcp: {
+      publicUrl: mcpPublicUrl,
+      apiMountUrl: `${publicBaseUrl}/mcp`,
+      localDevOrigins: e.MCP_LOCAL_DEV_ORIGINS,
+      allowedOrigins: [...new Set([new URL(publicBaseUrl).origin, new URL(mcpPublicUrl).origin])],
+    },
+    oauth: {
+      mode: e.MCP_AUTH_ISSUER ? 'external' : 'builtin',
+      issuer: (e.MCP_AUTH_ISSUER ?? `${publicBaseUrl}/oauth`).replace(/\/$/, ''),
+      externalScopes: e.MCP_EXTERNAL_SCOPES,
+      accessTokenTtlSeconds: e.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
+      refreshTokenTtlSeconds: e.OAUTH_REFRESH_TOKEN_TTL_DAYS * 86_400,
     },
     ops: { metricsToken: e.METRICS_TOKEN, workerMetricsPort: e.WORKER_METRICS_PORT },
     accountDefaults: {

@@ -55,6 +55,7 @@ const kindLabel: Record<CredentialKind, string> = {
   apiKey: 'API keys',
   cli: 'CLI session tokens',
   browser: 'browser sessions',
+  oauth: 'MCP OAuth tokens',
 };
 
 export const authPlugin = fp(

@@ -1,20 +1,10 @@
-import type { ParseArgsConfig } from 'node:util';
 import type { z } from 'zod';
+import type { CommandSpec, ParsedArgs } from '../lib/dispatch.ts';
 import type { AdminContext } from './context.ts';
 
-export type ParsedArgs = {
-  values: Record<string, string | boolean | (string | boolean)[] | undefined>;
-  positionals: string[];
-};
+export type { ParsedArgs };
 
-export type AdminCommand = {
-  /** One or two words: `selfcheck`, `account create`. */
-  name: string;
-  summary: string;
-  usage: string;
-  options: NonNullable<ParseArgsConfig['options']>;
-  run(ctx: AdminContext, args: ParsedArgs): Promise<void>;
-};
+export type AdminCommand = CommandSpec & { run(ctx: AdminContext, args: ParsedArgs): Promise<void> };
 
 export class UsageError extends Error {}
 

@@ -8,12 +8,14 @@ export async function markDeletionPending(em: EntityManager, accountId: string):
   await em.getConnection().execute(`update account set state = 'deletion_pending', updated_at = now() where id = ?`, [accountId]);
 }
 
-/** API keys and CLI sessions stop working and pending device codes are dropped. */
+/** API keys, CLI sessions and MCP OAuth connections stop working and pending device codes are dropped. */
 export async function revokeAccountCredentials(em: EntityManager, accountId: string): Promise<void> {
   const conn = em.getConnection();
   await conn.execute('update api_key set revoked_at = now() where account_id = ? and revoked_at is null', [accountId]);
   await conn.execute('update cli_session set revoked_at = now() where account_id = ? and revoked_at is null', [accountId]);
   await conn.execute('delete from cli_device_authorization where account_id = ?', [accountId]);
+  await conn.execute('update oauth_connected_app set revoked_at = now() where account_id = ? and revoked_at is null', [accountId]);
+  await conn.execute('delete from oauth_payload where account_id = ?', [accountId]);
 }
 
 /**
@@ -27,6 +29,8 @@ export async function purgeAccountData(em: EntityManager, accountId: string): Pr
     await conn.execute('delete from api_key where account_id = ?', [accountId], 'run', ctx);
     await conn.execute('delete from cli_session where account_id = ?', [accountId], 'run', ctx);
     await conn.execute('delete from ingest_job where account_id = ?', [accountId], 'run', ctx);
+    await conn.execute('delete from oauth_payload where account_id = ?', [accountId], 'run', ctx);
+    await conn.execute('delete from oauth_connected_app where account_id = ?', [accountId], 'run', ctx);
     // Credit history goes with the account; the ledger's append-only trigger guards updates, not deletes.
     for (const table of ['credit_reservation', 'credit_ledger', 'credit_balance', 'quota_usage']) {
       await conn.execute(`delete from ${table} where account_id = ?`, [accountId], 'run', ctx);

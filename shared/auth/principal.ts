@@ -1,7 +1,8 @@
 import type { AccountState } from '../db/entities/index.ts';
 import type { Preset, Scope } from '../contracts/account.ts';
 
-export type CredentialKind = 'browser' | 'cli' | 'apiKey';
+/** `oauth`: an MCP OAuth access token, accepted by the MCP endpoint only (spec 5). */
+export type CredentialKind = 'browser' | 'cli' | 'apiKey' | 'oauth';
 
 /** Who is calling, resolved once per request by the auth plugin (or per MCP call). */
 export type Principal = {
@@ -10,9 +11,12 @@ export type Principal = {
   email: string;
   displayName: string | null;
   accountState: AccountState;
-  /** Browser session id, CLI session id or API key id. */
+  /** Browser session id, CLI session id, API key id or connected application id. */
   credentialId: string;
-  /** API keys carry their scopes; account credentials (browser, CLI) act with the account's authority. */
+  /**
+   * API keys carry their scopes, OAuth tokens their connected application's current scopes; account
+   * credentials (browser, CLI) act with the account's authority.
+   */
   scopes: readonly Scope[];
   maxPreset: Preset;
   issuedAt: Date;

@@ -30,6 +30,7 @@ type Lookup = {
 
 const ACCOUNT_COLUMNS = 'a.id as account_id, a.email, a.display_name, a.state';
 
+// OAuth access tokens (MCP only) resolve in shared/oauth/access-tokens.ts, against the connected-app state.
 const lookups = {
   apiKey: {
     kind: 'apiKey',
@@ -53,7 +54,7 @@ const lookups = {
              and s.last_seen_at > now() - (? * interval '1 millisecond') and a.disabled_at is null`,
     touch: 'update browser_session set last_seen_at = now() where id = ?',
   },
-} satisfies Record<CredentialKind, Lookup>;
+} satisfies Record<Exclude<CredentialKind, 'oauth'>, Lookup>;
 
 const TOUCH_AFTER_MS = 60_000;
 

@@ -1,0 +1,156 @@
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../../shared/config.ts';
+import { mapError } from '../plugins/errors.ts';
+import type { MetadataSource } from '../../shared/oauth/metadata.ts';
+import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
+import type { OauthTokenResolver } from '../../shared/oauth/server.ts';
+import { authenticateMcp, checkOrigin, isAllowedOrigin } from './authenticate.ts';
+import {
+  McpHttpError,
+  PREFERRED_PROTOCOL_VERSION,
+  checkAccept,
+  checkVersionHeader,
+  decodeJsonBody,
+  negotiate,
+  parseMessage,
+  rpcErrorBody,
+} from './protocol.ts';
+import { createMcpServer } from './server.ts';
+import type { McpTool, ToolDeps } from './tools/registry.ts';
+
+export type McpEndpointOptions = {
+  config: Config;
+  tools: readonly McpTool[];
+  toolDeps: ToolDeps;
+  rateLimiter?: RateLimiter;
+  resolveOauthToken: OauthTokenResolver;
+  authServerMetadata: MetadataSource;
+  /** This mount's public address: the RFC 9728 `resource` (the MCP listener's root, or {PUBLIC_BASE_URL}/mcp). */
+  resource: string;
+  version: string;
+};
+
+/** The MCP endpoint's protected-resource metadata lives at {mount}/.well-known/oauth-protected-resource. */
+export const resourceMetadataUrl = (resource: string) => new URL('.well-known/oauth-protected-resource', resource.endsWith('/') ? resource : `${resource}/`).href;
+
+/** RFC 9728 protected-resource metadata of one mount of the MCP endpoint. */
+export const protectedResourceMetadata = (config: Config, resource: string) => ({
+  resource,
+  authorization_servers: [config.oauth.issuer],
+  bearer_methods_supported: ['header'],
+  resource_name: 'Cairn MCP',
+  resource_documentation: `${config.publicBaseUrl}/docs`,
+});
+
+const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h);
+
+/**
+ * The hosted MCP endpoint (spec 2.5, 4.6), mounted at the MCP listener's root and under /mcp on the
+ * API port: discovery metadata, GET/DELETE 405, and POST, one stateless Streamable HTTP message per
+ * request through the MCP SDK (a fresh server and transport each time, JSON responses). The checks
+ * before the SDK run in a fixed order: Origin (403), credential (401), Accept (406), media type (415),
+ * envelope and version (400), rate limit (429).
+ */
+export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions): Promise<void> {
+  const metadataUrl = resourceMetadataUrl(opts.resource);
+
+  // The body is read as bytes and judged here (rules 4 and 2.5), not by Fastify's JSON parser.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 1_048_576 }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err, request, reply) => {
+    const mapped = mapError(err);
+    if (mapped.internal) request.log.error({ err }, 'MCP request failed');
+    if (mapped.headers) reply.headers(mapped.headers);
+    const rpcCode = err instanceof McpHttpError ? err.rpcCode : -32000;
+    return reply
+      .code(mapped.status)
+      .header('mcp-protocol-version', PREFERRED_PROTOCOL_VERSION)
+      .type('application/json; charset=utf-8')
+      .send(rpcErrorBody({ message: mapped.message, code: String(mapped.code), rpcCode }, request.id));
+  });
+
+  // CORS for browser-based MCP clients: metadata is public; the endpoint itself answers only origins that
+  // pass the Origin rule (the same check as rule 1), and exposes the headers a client must read.
+  app.addHook('onRequest', async (request, reply) => {
+    const origin = first(request.headers.origin);
+    if (origin === undefined) return;
+    if (request.url.includes('/.well-known/')) {
+      reply.header('access-control-allow-origin', '*');
+      return;
+    }
+    if (isAllowedOrigin(origin, opts.config.mcp)) {
+      reply
+        .header('access-control-allow-origin', origin)
+        .header('vary', 'Origin')
+        .header('access-control-expose-headers', 'mcp-protocol-version, www-authenticate, retry-after');
+    }
+  });
+
+  const hide = { schema: { hide: true } };
+  app.options('/', hide, async (request, reply) => {
+    checkOrigin(first(request.headers.origin), opts.config.mcp);
+    return reply
+      .code(204)
+      .header('access-control-allow-methods', 'POST')
+      .header('access-control-allow-headers', 'authorization, content-type, accept, mcp-protocol-version')
+      .header('access-control-max-age', '600')
+      .send();
+  });
+  app.get('/.well-known/oauth-protected-resource', hide, async () => protectedResourceMetadata(opts.config, opts.resource));
+  app.get('/.well-known/oauth-authorization-server', hide, async () => opts.authServerMetadata());
+
+  const authenticate = (request: FastifyRequest) =>
+    authenticateMcp(request, { resolveOauthToken: opts.resolveOauthToken, resourceMetadataUrl: metadataUrl });
+
+  // No server-initiated stream is offered: GET (and DELETE, there being no sessions) are 405.
+  const notAllowed = async (request: FastifyRequest, reply: FastifyReply) => {
+    checkOrigin(first(request.headers.origin), opts.config.mcp);
+    await authenticate(request);
+    return reply
+      .code(405)
+      .header('allow', 'POST')
+      .header('mcp-protocol-version', PREFERRED_PROTOCOL_VERSION)
+      .type('application/json; charset=utf-8')
+      .send(rpcErrorBody({ message: 'Use POST: this endpoint offers no event stream.', code: 'method_not_allowed', rpcCode: -32000 }, request.id));
+  };
+  app.get('/', hide, notAllowed);
+  app.delete('/', hide, notAllowed);
+
+  app.post('/', hide, async (request, reply) => {
+    checkOrigin(first(request.headers.origin), opts.config.mcp);
+    const principal = await authenticate(request);
+    checkAccept(first(request.headers.accept));
+    const text = decodeJsonBody(first(request.headers['content-type']), (request.body as Buffer | undefined) ?? Buffer.alloc(0));
+    const header = first(request.headers['mcp-protocol-version']);
+    checkVersionHeader(header);
+    const { message, version } = negotiate(parseMessage(text), header);
+    // Product requests share the account-wide window (spec 5 rule 5), counted once the request is valid.
+    if (opts.rateLimiter) await opts.rateLimiter.consume(principal.accountId);
+
+    const server = createMcpServer(opts.tools, { principal, em: request.em, deps: opts.toolDeps, log: request.log }, opts.version);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    transport.onerror = (err) => request.log.debug({ err }, 'MCP transport refused a message');
+    try {
+      await server.connect(transport);
+      const response = await transport.handleRequest(
+        new Request(new URL(request.url, 'http://mcp.invalid'), {
+          method: 'POST',
+          headers: {
+            accept: 'application/json, text/event-stream',
+            'content-type': 'application/json',
+            'mcp-protocol-version': version,
+          },
+        }),
+        { parsedBody: message },
+      );
+      const body = await response.text();
+      reply.code(response.status).header('mcp-protocol-version', version);
+      if (!body) return reply.send();
+      return reply.type(response.headers.get('content-type') ?? 'application/json').send(body);
+    } finally {
+      await server.close();
+    }
+  });
+}

@@ -1,0 +1,171 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type Provider from 'oidc-provider';
+import { resolveBrowserSession } from '../../shared/auth/resolve.ts';
+import { login } from '../../shared/auth/sessions.ts';
+import type { Config } from '../../shared/config.ts';
+import { AppError, forbidden } from '../../shared/errors.ts';
+import { authorizeConnectedApp, CONNECTED_APP_SCOPES, listConnectedApps, type ConnectedAppScope } from '../../shared/oauth/connected-apps.ts';
+import { interactionPath, mcpResources, OPENID_SCOPES } from '../../shared/oauth/provider.ts';
+import { SESSION_COOKIE, setSessionCookie } from '../plugins/auth.ts';
+import { consentPage, messagePage, signInPage } from './pages.ts';
+
+type Form = Record<string, string | string[]>;
+
+function parseForm(body: string): Form {
+  const out: Form = {};
+  for (const [k, v] of new URLSearchParams(body)) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  return out;
+}
+const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v) ?? '';
+const many = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+
+/**
+ * The built-in authorization server's sign-in and consent step (spec 5, MCP OAuth). Sign-in is the
+ * service's own browser session (cookie service_session): a signed-in user goes straight to consent,
+ * others sign in here first with the same email/password sign-in as POST /v1/auth/login. At consent
+ * the user picks the connected application's effective scopes. Form posts are protected by the
+ * provider's interaction cookie (bound to the interaction id) and an Origin check.
+ */
+export async function interactionRoutes(app: FastifyInstance, opts: { config: Config; provider: Provider }) {
+  const { config, provider } = opts;
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) =>
+    done(null, parseForm(body as string)),
+  );
+
+  const hide = { schema: { hide: true } };
+  const html = (reply: FastifyReply, status: number, body: string) =>
+    reply.code(status).header('cache-control', 'no-store').header('x-frame-options', 'DENY').type('text/html; charset=utf-8').send(body);
+
+  const checkOrigin = (request: FastifyRequest) => {
+    const origin = request.headers.origin;
+    if (typeof origin !== 'string' || !config.allowedOrigins.includes(origin)) throw forbidden('Forms must be sent from this site.');
+  };
+
+  const signedIn = async (request: FastifyRequest) => {
+    const token = request.cookies[SESSION_COOKIE];
+    if (!token) return null;
+    const principal = await resolveBrowserSession(request.em, config.auth, token, (err) => request.log.warn({ err }, 'session touch failed'));
+    return principal?.accountState === 'active' ? principal : null;
+  };
+
+  /** The pending interaction (validated against its cookie by the provider) and its client. */
+  const interaction = async (request: FastifyRequest, reply: FastifyReply) => {
+    const details = await provider.interactionDetails(request.raw, reply.raw).catch(() => null);
+    const uid = (request.params as { uid: string }).uid;
+    if (!details || details.uid !== uid) return null;
+    const clientId = String(details.params.client_id);
+    const client = await provider.Client.find(clientId);
+    if (!client) return null;
+    const redirect = String(details.params.redirect_uri ?? client.redirectUris?.[0] ?? '');
+    return {
+      details,
+      clientId,
+      clientName: client.clientName ?? clientId,
+      redirectHost: URL.canParse(redirect) ? new URL(redirect).host : redirect,
+    };
+  };
+
+  const expired = (reply: FastifyReply) =>
+    html(reply, 400, messagePage('This sign-in link has expired', 'Go back to your application and connect it again.'));
+
+  const showConsent = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    found: NonNullable<Awaited<ReturnType<typeof interaction>>>,
+    principal: { accountId: string; email: string },
+    error?: string,
+  ) => {
+    const uid = found.details.uid;
+    const existing = (await listConnectedApps(request.em, principal.accountId)).find((a) => a.clientId === found.clientId);
+    return html(
+      reply,
+      error ? 400 : 200,
+      consentPage({
+        action: `${interactionPath(uid)}/confirm`,
+        abortAction: `${interactionPath(uid)}/abort`,
+        clientName: found.clientName,
+        clientId: found.clientId,
+        redirectHost: found.redirectHost,
+        email: principal.email,
+        current: existing?.scopes ?? ['memory.read'],
+        error,
+      }),
+    );
+  };
+
+  app.get('/oauth/interaction/:uid', hide, async (request, reply) => {
+    const found = await interaction(request, reply);
+    if (!found) return expired(reply);
+    const principal = await signedIn(request);
+    if (!principal) return html(reply, 200, signInPage({ action: `${interactionPath(found.details.uid)}/login`, clientName: found.clientName }));
+    return showConsent(request, reply, found, principal);
+  });
+
+  app.post('/oauth/interaction/:uid/login', hide, async (request, reply) => {
+    checkOrigin(request);
+    const found = await interaction(request, reply);
+    if (!found) return expired(reply);
+    const form = (request.body ?? {}) as Form;
+    const email = one(form.email);
+    try {
+      const result = await login(request.em, config.auth, { email, password: one(form.password), clientAddress: request.ip });
+      setSessionCookie(reply, result.token, result.session.expiresAt, config.publicBaseUrl);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.status >= 500) throw err;
+      if (err.headers['retry-after']) reply.header('retry-after', err.headers['retry-after']);
+      const action = `${interactionPath(found.details.uid)}/login`;
+      return html(reply, err.status, signInPage({ action, clientName: found.clientName, error: err.message, email }));
+    }
+    return reply.code(303).header('location', interactionPath(found.details.uid)).send();
+  });
+
+  app.post('/oauth/interaction/:uid/confirm', hide, async (request, reply) => {
+    checkOrigin(request);
+    const found = await interaction(request, reply);
+    if (!found) return expired(reply);
+    const principal = await signedIn(request);
+    if (!principal) return reply.code(303).header('location', interactionPath(found.details.uid)).send();
+    const chosen = many(((request.body ?? {}) as Form).scope);
+    const scopes = CONNECTED_APP_SCOPES.filter((s) => chosen.includes(s)) as ConnectedAppScope[];
+    if (scopes.length === 0) return showConsent(request, reply, found, principal, 'Choose at least one kind of access, or deny.');
+
+    const { details } = found;
+    const grant = new provider.Grant({ accountId: principal.accountId, clientId: found.clientId });
+    const requested = String(details.params.scope ?? '').split(' ').filter((s) => OPENID_SCOPES.includes(s));
+    if (requested.length) grant.addOIDCScope(requested.join(' '));
+    const resources = many(details.params.resource as string | string[] | undefined);
+    for (const resource of resources.length ? resources : [config.mcp.publicUrl]) {
+      if (mcpResources(config).includes(resource)) grant.addResourceScope(resource, '');
+    }
+    const grantId = await grant.save();
+    await authorizeConnectedApp(request.em, {
+      accountId: principal.accountId,
+      clientId: found.clientId,
+      clientName: found.clientName === found.clientId ? null : found.clientName,
+      scopes,
+    });
+    reply.hijack();
+    await provider.interactionFinished(
+      request.raw,
+      reply.raw,
+      { login: { accountId: principal.accountId }, consent: { grantId } },
+      { mergeWithLastSubmission: false },
+    );
+  });
+
+  app.post('/oauth/interaction/:uid/abort', hide, async (request, reply) => {
+    checkOrigin(request);
+    const found = await interaction(request, reply);
+    if (!found) return expired(reply);
+    reply.hijack();
+    await provider.interactionFinished(
+      request.raw,
+      reply.raw,
+      { error: 'access_denied', error_description: 'The user denied access.' },
+      { mergeWithLastSubmission: false },
+    );
+  });
+}

@@ -1,0 +1,32 @@
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type Provider from 'oidc-provider';
+import { OAUTH_MOUNT } from '../../shared/oauth/provider.ts';
+
+/**
+ * Mounts the built-in authorization server (oidc-provider, a Koa application) at /oauth on the API:
+ * requests are handed over untouched (Fastify neither parses nor answers them), with the mount path
+ * stripped the way the provider expects (`originalUrl` keeps the full path for the URLs it builds).
+ * The RFC 8414 path-inserted metadata address, which MCP clients try first, serves the discovery document.
+ */
+export async function oauthProviderRoutes(app: FastifyInstance, opts: { provider: Provider }) {
+  const callback = opts.provider.callback();
+  app.removeAllContentTypeParsers();
+  // Leave the body stream to the provider, which reads and limits it itself.
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  const hide = { schema: { hide: true } };
+  const handOver = (path: (url: string) => string) => async (request: FastifyRequest, reply: FastifyReply) => {
+    reply.hijack();
+    const raw = request.raw as IncomingMessage & { originalUrl?: string };
+    const url = raw.url ?? '/';
+    raw.originalUrl = `${OAUTH_MOUNT}${path(url)}`;
+    raw.url = path(url);
+    await callback(raw, reply.raw);
+  };
+
+  app.all(`${OAUTH_MOUNT}/*`, hide, handOver((url) => url.slice(OAUTH_MOUNT.length) || '/'));
+  const discovery = handOver(() => '/.well-known/openid-configuration');
+  app.get(`/.well-known/oauth-authorization-server${OAUTH_MOUNT}`, hide, discovery);
+  app.get(`/.well-known/openid-configuration${OAUTH_MOUNT}`, hide, discovery);
+}

@@ -1,0 +1,50 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
+import {
+  ConnectedAppIdParams,
+  ConnectedAppListResponse,
+  ConnectedAppResponse,
+  connectedAppRecord,
+} from '../../../shared/contracts/oauth.ts';
+import { listConnectedApps, revokeConnectedApp } from '../../../shared/oauth/connected-apps.ts';
+import { principalOf } from '../../plugins/auth.ts';
+import { ACCOUNT_MANAGEMENT } from './api-keys.ts';
+
+const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope };
+const tags = ['account'];
+
+/**
+ * Connected applications (spec 5, MCP OAuth): the MCP clients the user authorized, listed and revocable
+ * by the user (browser session with csrf on the revoke, or CLI session). Revoking ends that
+ * application's access on its next request; the browser session and API keys are untouched.
+ */
+export const connectedAppRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    '/v1/account/connected-apps',
+    {
+      config: { auth: ACCOUNT_MANAGEMENT },
+      schema: { tags, summary: 'List connected MCP applications', response: { 200: ConnectedAppListResponse, ...errors } },
+    },
+    async (request) => ({
+      schemaVersion: 'service-connected-app-list-v1' as const,
+      connectedApps: (await listConnectedApps(request.em, principalOf(request).accountId)).map(connectedAppRecord),
+    }),
+  );
+
+  app.delete(
+    '/v1/account/connected-apps/:connectedAppId',
+    {
+      config: { auth: ACCOUNT_MANAGEMENT },
+      schema: {
+        tags,
+        summary: 'Disconnect an MCP application (its tokens stop working at once)',
+        params: ConnectedAppIdParams,
+        response: { 200: ConnectedAppResponse, ...errors },
+      },
+    },
+    async (request) => ({
+      schemaVersion: 'service-connected-app-v1' as const,
+      connectedApp: connectedAppRecord(await revokeConnectedApp(request.em, principalOf(request).accountId, request.params.connectedAppId)),
+    }),
+  );
+};

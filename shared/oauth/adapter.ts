@@ -1,0 +1,95 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import type { Orm } from '../db/orm.ts';
+import { bound } from '../db/sql.ts';
+import { digest } from '../auth/tokens.ts';
+
+/** Models whose id is a bearer value: their `jti` is not stored (only its digest, as the row key). */
+const BEARER_KINDS = new Set(['AccessToken', 'RefreshToken', 'AuthorizationCode']);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Expired rows are swept at most this often per model and process (the sweep is an indexed delete). */
+const SWEEP_EVERY_MS = 60_000;
+
+/**
+ * oidc-provider's storage in PostgreSQL (table oauth_payload), shared by every API process. Rows are
+ * keyed by the digest of the instance id: for access tokens, refresh tokens and authorization codes
+ * the id is the bearer value, so it is never stored; their `jti` is taken out of the stored payload and
+ * put back from the id the provider looks up with.
+ */
+export class PostgresOauthAdapter implements Adapter {
+  readonly kind: string;
+  private readonly orm: Orm;
+  private lastSweep = 0;
+
+  constructor(orm: Orm, kind: string) {
+    this.orm = orm;
+    this.kind = kind;
+  }
+
+  private em(): EntityManager {
+    return this.orm.em.fork() as EntityManager;
+  }
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+    const stored: AdapterPayload = { ...payload };
+    if (BEARER_KINDS.has(this.kind)) delete stored.jti;
+    const accountId = typeof payload.accountId === 'string' && UUID.test(payload.accountId) ? payload.accountId : null;
+    const clientId = (payload.clientId ?? payload.client_id ?? null) as string | null;
+    const expiresAt = typeof expiresIn === 'number' ? new Date(Date.now() + expiresIn * 1000) : null;
+    const em = this.em();
+    await bound(
+      em,
+      `insert into oauth_payload (kind, id_digest, payload, account_id, client_id, grant_id, uid, expires_at)
+       values (?, ?, ?::jsonb, ?, ?, ?, ?, ?)
+       on conflict (kind, id_digest) do update set payload = excluded.payload, account_id = excluded.account_id,
+         client_id = excluded.client_id, grant_id = excluded.grant_id, uid = excluded.uid, expires_at = excluded.expires_at`,
+      [this.kind, digest(id), JSON.stringify(stored), accountId, clientId, payload.grantId ?? null, payload.uid ?? null, expiresAt],
+    );
+    await this.sweep(em);
+  }
+
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    return this.findWhere('id_digest = ?', digest(id), id);
+  }
+
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    return this.findWhere('uid = ?', uid);
+  }
+
+  async findByUserCode(): Promise<AdapterPayload | undefined> {
+    return undefined; // the device flow is not enabled
+  }
+
+  async consume(id: string): Promise<void> {
+    await bound(this.em(), 'update oauth_payload set consumed_at = now() where kind = ? and id_digest = ?', [this.kind, digest(id)]);
+  }
+
+  async destroy(id: string): Promise<void> {
+    await bound(this.em(), 'delete from oauth_payload where kind = ? and id_digest = ?', [this.kind, digest(id)]);
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    // Every token and code of a grant goes at once, whatever model this adapter instance serves.
+    await bound(this.em(), 'delete from oauth_payload where grant_id = ?', [grantId]);
+  }
+
+  private async findWhere(where: string, value: string, id?: string): Promise<AdapterPayload | undefined> {
+    const [row] = await bound<{ payload: AdapterPayload; consumed_at: Date | null }>(
+      this.em(),
+      `select payload, consumed_at from oauth_payload
+        where kind = ? and ${where} and (expires_at is null or expires_at > now())`,
+      [this.kind, value],
+    );
+    if (!row) return undefined;
+    const payload: AdapterPayload = { ...row.payload };
+    if (id !== undefined && BEARER_KINDS.has(this.kind)) payload.jti = id;
+    if (row.consumed_at) payload.consumed = Math.floor(new Date(row.consumed_at).getTime() / 1000);
+    return payload;
+  }
+
+  private async sweep(em: EntityManager): Promise<void> {
+    if (Date.now() - this.lastSweep < SWEEP_EVERY_MS) return;
+    this.lastSweep = Date.now();
+    await bound(em, 'delete from oauth_payload where kind = ? and expires_at < now()', [this.kind]);
+  }
+}

@@ -1,0 +1,126 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import Provider, { errors, type Configuration } from 'oidc-provider';
+import type { Config } from '../config.ts';
+import type { Orm } from '../db/orm.ts';
+import { bound } from '../db/sql.ts';
+import { PostgresOauthAdapter } from './adapter.ts';
+import { loadOauthSecrets } from './secrets.ts';
+
+/** Path of the built-in authorization server on the API's origin ({auth_url} = PUBLIC_BASE_URL + this). */
+export const OAUTH_MOUNT = '/oauth';
+/** Our sign-in and consent page; served by the API, not by the provider. */
+export const interactionPath = (uid: string) => `${OAUTH_MOUNT}/interaction/${uid}`;
+
+/** The standard OpenID scopes a client may request; effective scopes come from the connected app. */
+export const OPENID_SCOPES = ['openid', 'offline_access', 'profile', 'email'];
+
+/** Public clients (PKCE, the usual MCP client) and clients with a registered secret. */
+export const CLIENT_AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'];
+export const GRANT_TYPES = ['authorization_code', 'refresh_token'];
+
+/** Both addresses of the MCP endpoint are one protected resource; tokens name one of them. */
+export const mcpResources = (config: Pick<Config, 'mcp'>) => [config.mcp.publicUrl, config.mcp.apiMountUrl];
+
+async function findActiveAccount(em: EntityManager, id: string) {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
+  const [row] = await bound<{ id: string; email: string; display_name: string | null }>(
+    em,
+    `select id, email, display_name from account where id = ? and state = 'active' and disabled_at is null`,
+    [id],
+  );
+  return row;
+}
+
+/**
+ * The built-in authorization server for MCP clients (spec 5, MCP OAuth), built on oidc-provider:
+ * metadata, dynamic client registration, authorization code with PKCE S256 (required of every
+ * client), resource indicators bound to the MCP endpoint, rotating refresh tokens and revocation.
+ * Clients ask only for standard OpenID scopes; the effective scopes live in the connected-application
+ * state (shared/oauth/connected-apps.ts), chosen at consent and read on every MCP request.
+ */
+export async function createOauthProvider(deps: { config: Config; orm: Orm }): Promise<Provider> {
+  const { config, orm } = deps;
+  const secrets = await loadOauthSecrets(orm.em.fork() as EntityManager);
+  const resources = mcpResources(config);
+  const secure = config.publicBaseUrl.startsWith('https:');
+
+  const configuration: Configuration = {
+    adapter: (name: string) => new PostgresOauthAdapter(orm, name),
+    jwks: secrets.jwks as Configuration['jwks'],
+    cookies: {
+      keys: secrets.cookieKeys,
+      names: { session: 'service_oauth_session', interaction: 'service_oauth_interaction', resume: 'service_oauth_resume' },
+      long: { httpOnly: true, sameSite: 'lax', secure },
+      short: { httpOnly: true, sameSite: 'lax', secure },
+    },
+    async findAccount(_ctx, id) {
+      const account = await findActiveAccount(orm.em.fork() as EntityManager, id);
+      if (!account) return undefined;
+      return {
+        accountId: account.id,
+        claims: async () => ({ sub: account.id, email: account.email, email_verified: true, name: account.display_name ?? undefined }),
+      };
+    },
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+    scopes: OPENID_SCOPES,
+    clientAuthMethods: CLIENT_AUTH_METHODS as Configuration['clientAuthMethods'],
+    clientDefaults: {
+      grant_types: GRANT_TYPES,
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    },
+    features: {
+      devInteractions: { enabled: false },
+      registration: { enabled: true },
+      // RFC 7009: a client may revoke only tokens issued to itself.
+      revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+      userinfo: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        // A client that names no resource gets a token for the MCP endpoint (the only resource).
+        defaultResource: async () => config.mcp.publicUrl,
+        useGrantedResource: async () => true,
+        async getResourceServerInfo(_ctx, resource) {
+          if (!resources.includes(resource)) throw new errors.InvalidTarget('resource must be the MCP endpoint');
+          return {
+            scope: '',
+            audience: resource,
+            accessTokenFormat: 'opaque',
+            accessTokenTTL: config.oauth.accessTokenTtlSeconds,
+          };
+        },
+      },
+    },
+    pkce: { required: () => true },
+    interactions: { url: async (_ctx, interaction) => interactionPath(interaction.uid) },
+    // Refresh tokens for every client that registered the refresh_token grant, without requiring the
+    // OpenID `offline_access` dance (MCP clients keep a connection, not a browser session).
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    // Tokens live their own lifetime; the provider's short cookie session is only for the redirect dance.
+    expiresWithSession: async () => false,
+    ttl: {
+      AccessToken: config.oauth.accessTokenTtlSeconds,
+      AuthorizationCode: 60,
+      IdToken: 3600,
+      Interaction: 600,
+      Session: 600,
+      Grant: config.oauth.refreshTokenTtlSeconds,
+      RefreshToken: config.oauth.refreshTokenTtlSeconds,
+    },
+    // Errors at the authorization endpoint show a plain page (no provider internals).
+    async renderError(ctx, out) {
+      ctx.type = 'html';
+      ctx.body = `<!doctype html><meta charset="utf-8"><title>Authorization error</title><h1>Authorization error</h1><p>${escapeHtml(String(out.error_description ?? out.error))}</p>`;
+    },
+  };
+  const provider = new Provider(config.oauth.issuer, configuration);
+  // Behind a TLS-terminating proxy PUBLIC_BASE_URL is https while the socket is http: trust the proxy's
+  // X-Forwarded-Proto only in that deployment shape.
+  provider.proxy = secure;
+  return provider;
+}
+
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}

@@ -1,0 +1,71 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../api/app.ts';
+import { buildMcpApp } from '../../api/mcp/app.ts';
+import type { McpTool } from '../../api/mcp/tools/registry.ts';
+import { loadConfig, type Config } from '../../shared/config.ts';
+import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
+import { freePort } from '../../shared/local/ephemeral.ts';
+import type { Logger } from '../../shared/logger.ts';
+import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
+import { createOauthServer } from '../../shared/oauth/server.ts';
+import type { TemporalClientHandle } from '../../shared/temporal/client.ts';
+import { memoryLogger } from './services.ts';
+
+export type McpStack = {
+  config: Config;
+  /** The API ({base_url}), which also serves the authorization server at /oauth and MCP at /mcp. */
+  baseUrl: string;
+  /** The MCP listener's root ({mcp_url}), with its trailing slash. */
+  mcpUrl: string;
+  api: FastifyInstance;
+  mcp: FastifyInstance;
+  close(): Promise<void>;
+};
+
+/**
+ * The API and the MCP listener wired as bin/api.ts wires them, on ports chosen before the apps are
+ * built (the authorization server's issuer and the MCP resource are fixed at construction).
+ */
+export async function startMcpStack(opts: {
+  orm: Orm;
+  temporal: TemporalClientHandle;
+  env?: NodeJS.ProcessEnv;
+  tools?: readonly McpTool[];
+  rateLimiter?: RateLimiter;
+  logger?: Logger;
+  taskQueue?: string;
+}): Promise<McpStack> {
+  const [port, mcpPort] = [await freePort(), await freePort()];
+  const config = loadConfig({
+    PORT: String(port),
+    MCP_PORT: String(mcpPort),
+    TEMPORAL_TASK_QUEUE: opts.taskQueue ?? 'unused',
+    ...opts.env,
+  });
+  const logger = opts.logger ?? memoryLogger().logger;
+  const oauth = await createOauthServer({ config, orm: opts.orm });
+  const deps = {
+    config,
+    logger,
+    orm: opts.orm,
+    temporal: opts.temporal,
+    oauth,
+    rateLimiter: opts.rateLimiter,
+    ...(opts.tools ? { mcpTools: opts.tools } : {}),
+    readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => opts.temporal.ping() },
+  };
+  const api = await buildApp(deps);
+  const mcp = await buildMcpApp(deps);
+  await api.listen({ host: '127.0.0.1', port });
+  await mcp.listen({ host: '127.0.0.1', port: mcpPort });
+  return {
+    config,
+    baseUrl: config.publicBaseUrl,
+    mcpUrl: config.mcp.publicUrl,
+    api,
+    mcp,
+    async close() {
+      await Promise.allSettled([api.close(), mcp.close()]);
+    },
+  };
+}
