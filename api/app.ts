@@ -14,7 +14,7 @@ import type { McpTool } from './mcp/tools/registry.ts';
 import { interactionRoutes } from './oauth/interaction.ts';
 import { oauthProviderRoutes } from './oauth/provider-routes.ts';
 import { authPlugin } from './plugins/auth.ts';
-import { errorsPlugin } from './plugins/errors.ts';
+import { errorsPlugin, frameworkErrors } from './plugins/errors.ts';
 import { API_DOCUMENT_VERSION, openapiPlugin } from './plugins/openapi.ts';
 import { metricsPlugin } from './plugins/metrics.ts';
 import { accessRoutes } from './routes/access/index.ts';
@@ -64,6 +64,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     bodyLimit: 1_048_576,
     trustProxy: false,
+    // Labels travel in paths (peers, sessions); longer segments get 414 in the envelope.
+    routerOptions: { maxParamLength: 512 },
+    frameworkErrors,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

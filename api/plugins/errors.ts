@@ -12,6 +12,9 @@ const fastifyCodes: Record<string, Omit<Mapped, 'message'> & { message?: string 
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'validation_error' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'validation_error', message: 'Request body is empty.' },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'validation_error', message: 'Request body is not valid JSON.' },
+  // Raised by the router before any route runs (see `frameworkErrors` below).
+  FST_ERR_BAD_URL: { status: 400, code: 'validation_error', message: 'The path is not a valid URL component.' },
+  FST_ERR_MAX_PARAM_LENGTH: { status: 414, code: 'validation_error', message: 'A path segment is too long.' },
 };
 
 function describeValidation(err: FastifyError): string {
@@ -57,6 +60,14 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, mapped: 
     .code(mapped.status)
     .type('application/json; charset=utf-8')
     .send({ error: { code: mapped.code, message: mapped.message, requestId: request.id } });
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors the router raises before a route (and so before the error
+ * handler) exists, such as an over-long or undecodable path segment, leave in the same envelope.
+ */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  return sendError(request, reply, mapError(err));
 }
 
 /** The one error handler: every failure leaves in the `{ error: { code, message, requestId } }` envelope. */
