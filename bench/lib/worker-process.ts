@@ -1,0 +1,24 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { Infra } from './infra.ts';
+
+/** bin/worker.ts as its own process (as in production), stopped with the benchmark's infrastructure. */
+export function spawnBenchWorker(
+  infra: Infra,
+  env: { databaseUrl: string; temporalAddress: string; taskQueue: string; extra?: Record<string, string> },
+): ChildProcess {
+  const child = spawn(process.execPath, [path.resolve('bin/worker.ts')], {
+    env: {
+      PATH: process.env.PATH,
+      DATABASE_URL: env.databaseUrl,
+      TEMPORAL_ADDRESS: env.temporalAddress,
+      TEMPORAL_TASK_QUEUE: env.taskQueue,
+      LOG_LEVEL: 'warn',
+      WORKER_METRICS_PORT: '0',
+      ...env.extra,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  infra.onStop(async () => void child.kill('SIGTERM'));
+  return child;
+}
