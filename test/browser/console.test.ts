@@ -105,7 +105,6 @@ describe('the console in Chromium', () => {
     await chart.waitFor();
     expect(await chart.locator('rect').count()).toBe(60);
     expect(await page.getByRole('term').filter({ hasText: 'Total remaining' }).count()).toBe(1);
-    await screenshot(page, 'usage');
   });
 
   it('creates a key (secret once, copy button), uses it, rotates it and revokes the replacement', async () => {
@@ -213,6 +212,14 @@ describe('the console in Chromium', () => {
     await page.getByRole('status').filter({ hasText: /Deletion of “Field guide” is (queued|running|succeeded)/ }).waitFor();
     await waitUntil(async () => (await sources.getByRole('row', { name: /Field guide/ }).count()) === 0, 'the deleted source to disappear', 60_000);
     expect(await sql.count(`select 1 from source where id = $1 and status = 'deleted'`, [ok.body.job.id])).toBe(1);
+
+    // Usage now shows today's ingests in the chart and the quota counters.
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await heading('Usage').waitFor();
+    const today = page.locator('rect.bar-i').last();
+    expect(Number(await today.getAttribute('height'))).toBeGreaterThan(0);
+    expect(await page.getByRole('row', { name: /Ingests today/ }).innerText()).toMatch(/[1-9]\d* \/ /);
+    await screenshot(page, 'usage');
   });
 
   it('authorizes an MCP client on the consent page, lists it under connected apps and revokes it', async () => {

@@ -33,7 +33,7 @@ export function AccountPage({ session, refreshSession }: { session: Json; refres
   }
   const mismatch = typed.length > 0 && typed !== email;
   return html`<${PageTitle}>Account</${PageTitle}>
-    <dl class="stats">
+    <dl class="stats compact">
       <div><dt>Email</dt><dd>${email}</dd></div>
       <div><dt>Display name</dt><dd>${session.account.displayName ?? html`<span class="muted">not set</span>`}</dd></div>
       <div><dt>Signed in</dt><dd><${Time} iso=${session.session.issuedAt} /></dd></div>

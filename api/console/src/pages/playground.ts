@@ -36,11 +36,14 @@ function Fields({ item, skip }: { item: Json; skip: string[] }) {
 
 function Item({ item }: { item: Json }) {
   if (typeof item === 'string') return html`<p>${item}</p>`;
+  // Where a record came from is often a nested object (origin: source, message, claim, …).
+  const origin = isObj(item.origin) ? item.origin : null;
   const text = pick(item, TEXT_FIELDS);
-  const title = pick(item, TITLE_FIELDS);
+  const title = pick(item, TITLE_FIELDS) ?? pick(origin, TITLE_FIELDS);
   return html`${title ? html`<p class="item-title">${title}</p>` : null}
     ${text ? html`<blockquote>${text}</blockquote>` : null}
     <${Fields} item=${item} skip=${[...TEXT_FIELDS, ...TITLE_FIELDS]} />
+    ${origin ? html`<${Fields} item=${origin} skip=${TITLE_FIELDS} />` : null}
     ${!text && !title ? html`<pre class="json">${JSON.stringify(item, null, 2)}</pre>` : null}`;
 }
 
@@ -78,19 +81,36 @@ function EvidenceWithCitations({ evidence, citations }: { evidence: Json[]; cita
   </section>`;
 }
 
-/** Answer text with its `cit_…` markers turned into links to the evidence they cite. */
-function CitedText({ text, known }: { text: string; known: Set<string> }) {
-  const parts = text.split(/(cit_[A-Za-z0-9_-]+)/g);
-  return html`<p class="answer-text">${parts.map((p) =>
-    HANDLE.test(p) && known.has(p) ? html`<a class="cite" href=${`#ev-${p}`}>${p}</a>` : p,
+/** A citation handle as a link to the evidence it cites (numbered like the evidence list). */
+const CiteLink = ({ handle, number }: { handle: string; number: number | undefined }) =>
+  number === undefined
+    ? html`<code class="tag">${handle}</code>`
+    : html`<a class="cite" href=${`#ev-${handle}`} aria-label=${`evidence ${number}`}>[${number}]</a>`;
+
+/**
+ * The answer: sentence by sentence with links to the evidence each cites when the answer lists its
+ * sentences, otherwise its text with any `cit_…` markers turned into such links.
+ */
+function AnswerText({ answer, numbers }: { answer: Json; numbers: Map<string, number> }) {
+  if (Array.isArray(answer.sentences) && answer.sentences.length > 0) {
+    return html`<p class="answer-text">${answer.sentences.map(
+      (s: Json) => html`<span class="sentence">${String(s.text ?? '')}${' '}${(Array.isArray(s.citations) ? s.citations : []).map(
+        (h: string) => html`<${CiteLink} handle=${h} number=${numbers.get(h)} /> `,
+      )}</span> `,
+    )}</p>`;
+  }
+  const text = pick(answer, ['text', 'answer', 'content', 'markdown']) ?? '';
+  return html`<p class="answer-text">${text.split(/(cit_[A-Za-z0-9_-]+)/g).map((p) =>
+    HANDLE.test(p) ? html`<${CiteLink} handle=${p} number=${numbers.get(p)} />` : p,
   )}</p>`;
 }
 
 function Result({ r, credits }: { r: Json; credits: Record<string, string> }) {
   const evidence: Json[] = Array.isArray(r.evidence) ? r.evidence : [];
   const citations: Json[] = Array.isArray(r.citations) ? r.citations : [];
-  const known = new Set(evidence.flatMap(handlesOf));
-  const answerText = isObj(r.answer) ? pick(r.answer, ['text', 'answer', 'content', 'markdown']) : undefined;
+  const numbers = new Map<string, number>();
+  evidence.forEach((e, i) => handlesOf(e).forEach((h) => numbers.set(h, i + 1)));
+  const coverage = typeof r.coverage === 'string' ? r.coverage : isObj(r.coverage) ? r.coverage.status : undefined;
   return html`<section class="result" aria-labelledby="result-title">
     <h2 id="result-title" tabindex="-1">Result</h2>
     <dl class="stats compact">
@@ -98,7 +118,7 @@ function Result({ r, credits }: { r: Json; credits: Record<string, string> }) {
       <div><dt>Execution</dt><dd>${String(r.execution ?? '—')}</dd></div>
       <div><dt>Preset</dt><dd>${r.resolvedPreset ?? r.requestedPreset ?? '—'}</dd></div>
       ${r.stopReason ? html`<div><dt>Stop reason</dt><dd>${String(r.stopReason)}</dd></div>` : null}
-      ${typeof r.coverage === 'string' ? html`<div><dt>Coverage</dt><dd>${r.coverage}</dd></div>` : null}
+      ${typeof coverage === 'string' ? html`<div><dt>Coverage</dt><dd>${coverage}</dd></div>` : null}
       ${credits.cost !== undefined ? html`<div><dt>Credits used</dt><dd>${credits.cost}</dd></div>` : null}
       ${credits.remaining !== undefined ? html`<div><dt>Credits left</dt><dd>${credits.remaining}</dd></div>` : null}
     </dl>
@@ -110,7 +130,7 @@ function Result({ r, credits }: { r: Json; credits: Record<string, string> }) {
     ${isObj(r.answer)
       ? html`<section class="card answer" aria-labelledby="answer-title">
           <h2 id="answer-title">Answer <span class=${`status ${r.answer.disposition}`}>${String(r.answer.disposition ?? '')}</span></h2>
-          ${answerText ? html`<${CitedText} text=${answerText} known=${known} />` : null}
+          <${AnswerText} answer=${r.answer} numbers=${numbers} />
           <${Fields} item=${r.answer} skip=${['text', 'answer', 'content', 'markdown', 'disposition']} />
         </section>`
       : null}

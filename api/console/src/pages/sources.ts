@@ -34,7 +34,7 @@ export function SourcesPage() {
     <button type="button" onClick=${reload}>Refresh</button>
     <${Loadable} state=${state} retry=${reload}>${(o: Json) => html`
       <section aria-labelledby="sources-title">
-        <h2 id="sources-title">Sources <span class="muted">(${o.recordCounts.total} records)</span></h2>
+        <h2 id="sources-title">Sources <span class="muted">(${o.recordCounts.total} ${o.recordCounts.total === 1 ? 'record' : 'records'})</span></h2>
         ${o.sources.length === 0
           ? html`<p class="muted">No sources yet.</p>`
           : html`<div class="table-wrap"><table>
