@@ -69,7 +69,7 @@ function EvidenceWithCitations({ evidence, citations }: { evidence: Json[]; cita
     ${evidence.length === 0 ? html`<p class="muted">No evidence was returned.</p>` : null}
     <ol class="evidence">${rows.map(
       (r) => html`<li class="evidence-row" id=${r.handles[0] ? `ev-${r.handles[0]}` : `ev-${r.i}`}>
-        <div class="evidence-body"><span class="ev-num" aria-hidden="true">${r.i + 1}</span><${Item} item=${r.e} /></div>
+        <div class="evidence-body"><span class="ev-num" aria-hidden="true">${r.i + 1}</span><div><${Item} item=${r.e} /></div></div>
         <aside class="evidence-cites" aria-label=${`Citations of evidence ${r.i + 1}`}>
           ${r.handles.map((h) => html`<code class="tag cite">${h}</code>`)}
           ${r.cited.map((c) => html`<div class="cite-detail"><${Fields} item=${c} skip=${[]} /></div>`)}
