@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient, createKey, createTestAccount, sqlClient, type Json, type Sql, type TestAccount } from '../helpers/accounts.ts';
+import { ApiClient, createKey, createTestAccount, signIn, sqlClient, type Json, type Sql, type TestAccount } from '../helpers/accounts.ts';
 import { launchChromium, openConsole, screenshot, signInThroughConsole, type ConsolePage } from '../helpers/browser.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startFixtureServer } from '../helpers/fixture-server.ts';
@@ -208,6 +208,14 @@ describe('the console in Chromium', () => {
     expect(await failed.getByRole('note').innerText()).toMatch(/^Failed: .+/);
     await screenshot(page, 'sources');
 
+    // The browser session may delete a source only with the csrf proof, and only its own account's.
+    const cookie = (await tab.context.cookies()).find((c) => c.name === 'service_session')!.value;
+    const noCsrf = await api.delete(`/v1/sources/${ok.body.job.id}`, { as: { cookie }, csrf: false });
+    expect(noCsrf.status).toBe(403);
+    const stranger = await createTestAccount(db.orm);
+    const strangerCookie = await signIn(api, stranger);
+    expect((await api.delete(`/v1/sources/${ok.body.job.id}`, { as: { cookie: strangerCookie } })).status).toBe(404);
+
     await page.getByRole('button', { name: /^Delete Field guide/ }).click();
     await page.getByRole('status').filter({ hasText: /Deletion of “Field guide” is (queued|running|succeeded)/ }).waitFor();
     await waitUntil(async () => (await sources.getByRole('row', { name: /Field guide/ }).count()) === 0, 'the deleted source to disappear', 60_000);
@@ -227,6 +235,8 @@ describe('the console in Chromium', () => {
     const transportFor = () => new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { authProvider: oauth });
     await expect(new Client({ name: 't', version: '1' }).connect(transportFor())).rejects.toThrow(/Unauthorized/i);
     const { page } = tab;
+    // The client's loopback redirect target: answered here, as the client's own listener would.
+    await tab.context.route(`${oauth.redirectUrl}**`, (route) => route.fulfill({ status: 200, contentType: 'text/plain', body: 'done' }));
     const callback = page.waitForRequest((r) => r.url().startsWith(oauth.redirectUrl));
     await page.goto(oauth.authorizationUrl!.href);
     await page.getByRole('heading', { name: 'Connect Notebook agent to your memory?' }).waitFor();
@@ -234,6 +244,7 @@ describe('the console in Chromium', () => {
     await page.getByRole('checkbox', { name: /Write memory/ }).check();
     await page.getByRole('button', { name: 'Allow' }).click();
     const code = new URL((await callback).url()).searchParams.get('code');
+    await page.waitForURL(`${oauth.redirectUrl}**`);
     expect(code).toBeTruthy();
     await transportFor().finishAuth(code!);
     const client = new Client({ name: 't', version: '1' });
