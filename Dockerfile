@@ -1,4 +1,12 @@
 # Production image for the api and worker processes (see docker-compose.yml).
+# The browser console is built in its own stage (esbuild, Preact and htm are build-time dependencies).
+FROM node:24-bookworm-slim AS console
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY api/console ./api/console
+RUN node api/console/build.ts
+
 FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
@@ -12,6 +20,7 @@ COPY workflows ./workflows
 COPY shared ./shared
 COPY cli ./cli
 COPY bin ./bin
+COPY --from=console /app/api/console/dist ./api/console/dist
 USER node
 EXPOSE 8080 8081
 CMD ["node", "bin/api.ts"]

@@ -13,6 +13,7 @@ import { MCP_TOOLS } from './mcp/tools/index.ts';
 import type { McpTool } from './mcp/tools/registry.ts';
 import { interactionRoutes } from './oauth/interaction.ts';
 import { oauthProviderRoutes } from './oauth/provider-routes.ts';
+import { consolePlugin } from './console/plugin.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { errorsPlugin, frameworkErrors } from './plugins/errors.ts';
 import { API_DOCUMENT_VERSION, openapiPlugin } from './plugins/openapi.ts';
@@ -93,6 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(ingestJobRoutes);
     await app.register(ingestSubmitRoutes, { config: deps.config, temporal: deps.temporal });
     await app.register(connectedAppRoutes);
+    await app.register(consolePlugin);
     const provider = deps.oauth?.provider;
     if (provider) {
       await app.register(oauthProviderRoutes, { provider });

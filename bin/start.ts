@@ -8,6 +8,7 @@ import { createLocalAccountIfEmpty } from '../shared/auth/accounts.ts';
 import { createOrm, migrate } from '../shared/db/orm.ts';
 import { provideDatabase, provideTemporal } from '../shared/local/infra.ts';
 import { runMain } from '../shared/process.ts';
+import { ensureConsoleBuilt } from '../api/console/build.ts';
 
 const say = (message: string) => process.stdout.write(`[cairn] ${message}\n`);
 const script = (name: string) => fileURLToPath(new URL(`./${name}.ts`, import.meta.url));
@@ -55,6 +56,9 @@ runMain(async () => {
       await orm.close();
     }
 
+    // The browser console is built from source on first start (and after its sources change).
+    await ensureConsoleBuilt(say);
+
     const env = {
       ...process.env,
       DATABASE_URL: db.url,
@@ -75,6 +79,7 @@ runMain(async () => {
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     say(`ready in ${seconds}s`);
     say(`  API            ${config.publicBaseUrl}`);
+    say(`  Console        ${config.publicBaseUrl}/`);
     say(`  OpenAPI        ${config.publicBaseUrl}/openapi.json  (docs: ${config.publicBaseUrl}/docs)`);
     say(`  MCP            http://${config.host}:${config.mcpPort}`);
     if (temporal.uiUrl) say(`  Temporal UI    ${temporal.uiUrl}`);

@@ -5,6 +5,8 @@ import type { TestProject } from 'vitest/node';
 import { scratchPostgres, scratchTemporal } from '../shared/local/ephemeral.ts';
 import { createLogger } from '../shared/logger.ts';
 import { bundleWorkflows } from '../shared/temporal/worker.ts';
+import { ensureConsoleBuilt } from '../api/console/build.ts';
+import { ensureChromium } from './helpers/chromium.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -24,6 +26,9 @@ export default async function setup(project: TestProject) {
   const cleanups: (() => Promise<unknown>)[] = [() => rm(tmp, { recursive: true, force: true })];
 
   try {
+    // The API serves the built console; the browser tests drive it in Debian's Chromium.
+    await ensureConsoleBuilt(log);
+    await ensureChromium(log);
     const db = await scratchPostgres(log, 'cairn-test-pg-');
     cleanups.push(db.stop);
     const temporal = await scratchTemporal(log);

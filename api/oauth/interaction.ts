@@ -7,6 +7,7 @@ import { AppError, forbidden } from '../../shared/errors.ts';
 import { authorizeConnectedApp, CONNECTED_APP_SCOPES, listConnectedApps, type ConnectedAppScope } from '../../shared/oauth/connected-apps.ts';
 import { interactionPath, mcpResources, OPENID_SCOPES } from '../../shared/oauth/provider.ts';
 import { SESSION_COOKIE, setSessionCookie } from '../plugins/auth.ts';
+import { OAUTH_PAGE_CSP } from '../console/csp.ts';
 import { consentPage, messagePage, signInPage } from './pages.ts';
 
 type Form = Record<string, string | string[]>;
@@ -37,7 +38,12 @@ export async function interactionRoutes(app: FastifyInstance, opts: { config: Co
 
   const hide = { schema: { hide: true } };
   const html = (reply: FastifyReply, status: number, body: string) =>
-    reply.code(status).header('cache-control', 'no-store').header('x-frame-options', 'DENY').type('text/html; charset=utf-8').send(body);
+    reply
+      .code(status)
+      .header('cache-control', 'no-store')
+      .header('x-frame-options', 'DENY')
+      .header('content-security-policy', OAUTH_PAGE_CSP)
+      .type('text/html; charset=utf-8').send(body);
 
   const checkOrigin = (request: FastifyRequest) => {
     const origin = request.headers.origin;

@@ -2,7 +2,8 @@ import { CONNECTED_APP_SCOPES, type ConnectedAppScope } from '../../shared/oauth
 import { escapeHtml } from '../../shared/oauth/provider.ts';
 
 // Server-rendered sign-in and consent pages of the built-in authorization server: plain HTML forms
-// that work without JavaScript (the console will restyle them later).
+// that work without JavaScript, styled by the console's stylesheet (no inline style: the pages are
+// served with a strict Content-Security-Policy, api/console/csp.ts).
 
 export const SCOPE_TEXT: Record<ConnectedAppScope, { label: string; detail: string }> = {
   'memory.read': {
@@ -19,12 +20,8 @@ function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)} · Cairn</title>
-<style>
-body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d232b}
-h1{font-size:1.4rem}label{display:block;margin:.75rem 0}input[type=email],input[type=password]{width:100%;padding:.5rem;font:inherit}
-fieldset{border:1px solid #ccd;border-radius:6px;margin:1rem 0}.hint{color:#566;font-size:.9rem}.error{color:#a11}
-button{font:inherit;padding:.5rem 1.2rem;margin-right:.5rem}
-</style></head><body>${body}</body></html>`;
+<link rel="stylesheet" href="/assets/app.css"></head>
+<body class="oauth"><header class="top"><span class="brand">Cairn</span></header><main>${body}</main></body></html>`;
 }
 
 export function signInPage(opts: { action: string; clientName: string; error?: string; email?: string }): string {

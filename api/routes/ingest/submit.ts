@@ -93,7 +93,8 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; tempora
   app.delete(
     '/v1/sources/:sourceId',
     {
-      config: { auth: INGEST_READ },
+      // Also the browser console's "delete a source" (browser session, csrf enforced on the write).
+      config: { auth: { ...INGEST_READ, accept: [...INGEST_READ.accept, 'browser'] } },
       schema: {
         tags,
         summary: 'Delete a source (its id is the id of the ingest job that created it); poll the returned job',

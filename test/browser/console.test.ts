@@ -1,0 +1,322 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiClient, createKey, createTestAccount, signIn, sqlClient, type Json, type Sql, type TestAccount } from '../helpers/accounts.ts';
+import { launchChromium, openConsole, screenshot, signInThroughConsole, type ConsolePage } from '../helpers/browser.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startFixtureServer } from '../helpers/fixture-server.ts';
+import { startMcpStack, type McpStack } from '../helpers/mcp.ts';
+import { MemoryOAuthClient } from '../helpers/oauth-client.ts';
+import { startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
+
+// The browser console end to end: real API (with the built console, the OAuth server and MCP), real
+// worker, real PostgreSQL and Temporal, driven in headless Chromium. Every page is checked for script
+// errors, CSP refusals and requests to other origins.
+
+let db: TestDatabase;
+let sql: Sql;
+let stack: McpStack;
+let api: ApiClient;
+let browser: Browser;
+let worker: Awaited<ReturnType<typeof startWorker>>;
+let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
+let alice: TestAccount;
+let tab: ConsolePage;
+const temporal = testTemporalClient();
+const taskQueue = uniqueTaskQueue();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  sql = sqlClient(db.url);
+  fixtures = await startFixtureServer({
+    '/guide.md': { type: 'text/markdown', body: '# Field guide\n\nCairns mark trails above the tree line. Add a stone when you pass.\n' },
+  });
+  stack = await startMcpStack({ orm: db.orm, temporal, taskQueue, env: { INGEST_URL_ALLOWLIST: fixtures.origin } });
+  worker = await startWorker({ orm: db.orm, taskQueue, urlAllowlist: [fixtures.origin] });
+  api = new ApiClient(stack.baseUrl);
+  alice = await createTestAccount(db.orm);
+  browser = await launchChromium();
+  tab = await openConsole(browser, stack.baseUrl);
+});
+
+afterAll(async () => {
+  await tab?.context.close();
+  await browser?.close();
+  await worker?.stop();
+  await stack?.close();
+  await fixtures?.close();
+  await sql?.close();
+  await temporal.close();
+  await db?.drop();
+});
+
+const bearer = (token: string) => ({ as: { bearer: token } });
+const heading = (name: string | RegExp) => tab.page.getByRole('heading', { name, level: 1 });
+const waitUntil = async (probe: () => Promise<boolean>, what: string, timeoutMs = 30_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+};
+
+describe('serving', () => {
+  it('serves the shell with a strict CSP, no inline script and only same-origin assets', async () => {
+    for (const p of ['/', '/keys', '/usage-does-not-exist', '/device']) {
+      const res = await fetch(`${stack.baseUrl}${p}`);
+      if (p === '/usage-does-not-exist') {
+        expect(res.status).toBe(404);
+        continue;
+      }
+      expect(res.status).toBe(200);
+      const csp = res.headers.get('content-security-policy')!;
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|https?:/);
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      const body = await res.text();
+      expect(body).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+      expect(body).not.toMatch(/<style|style=/);
+      expect(body).not.toMatch(/(src|href)="(https?:)?\/\//);
+    }
+    const js = await fetch(`${stack.baseUrl}/assets/app.js`);
+    expect(js.status).toBe(200);
+    expect(js.headers.get('content-type')).toMatch(/javascript/);
+    expect((await fetch(`${stack.baseUrl}/assets/.built`)).status).toBe(404);
+  });
+});
+
+describe('the console in Chromium', () => {
+  it('signs in (a wrong password is announced), shows usage with the 30-day chart', async () => {
+    const { page } = tab;
+    await page.goto('/');
+    await heading('Sign in to Cairn').waitFor();
+    await screenshot(page, 'sign-in');
+    await page.getByLabel('Email').fill(alice.email);
+    await page.getByLabel('Password').fill('a wrong password of some length');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: /unauthorized|password/i }).waitFor();
+    await signInThroughConsole(page, alice);
+    await heading('Usage').waitFor();
+    // The heading of a newly shown page has focus (screen readers announce it).
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Usage');
+    const chart = page.getByRole('img', { name: 'Daily usage, last 30 UTC days' });
+    await chart.waitFor();
+    expect(await chart.locator('rect').count()).toBe(60);
+    expect(await page.getByRole('term').filter({ hasText: 'Total remaining' }).count()).toBe(1);
+  });
+
+  it('creates a key (secret once, copy button), uses it, rotates it and revokes the replacement', async () => {
+    const { page } = tab;
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await heading('API keys').waitFor();
+    await page.getByLabel('Name').fill('notebook');
+    await page.getByRole('checkbox', { name: /memory\.read/ }).check();
+    await page.getByLabel('Preset ceiling').selectOption('efficient');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secretField = page.getByLabel('API key', { exact: true });
+    await secretField.waitFor();
+    const secret = await secretField.inputValue();
+    expect(secret).toMatch(/^cairn_sk_/);
+    // Focus moves to the one-time secret panel.
+    expect(await page.evaluate('document.activeElement?.id')).toBe('secret-title');
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByText('Copied to the clipboard.').waitFor();
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(secret);
+    await screenshot(page, 'api-keys');
+
+    const access = await api.get('/v1/access', bearer(secret));
+    expect(access.status).toBe(200);
+    expect(access.body.key).toMatchObject({ name: 'notebook', scopes: ['ingest', 'query', 'memory.read'], maxPreset: 'efficient' });
+
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await page.reload();
+    const row = page.getByRole('row', { name: /notebook/ });
+    await row.waitFor();
+    expect(await row.locator('td').nth(5).innerText()).not.toBe('never'); // last used
+    expect(await page.getByLabel('API key', { exact: true }).count()).toBe(0); // never shown again
+
+    await page.getByRole('button', { name: 'Rotate notebook' }).click();
+    await page.getByRole('heading', { name: /Replacement key/ }).waitFor();
+    const replacement = await page.getByLabel('API key', { exact: true }).inputValue();
+    expect(replacement).not.toBe(secret);
+    expect((await api.get('/v1/access', bearer(secret))).status).toBe(401);
+    expect((await api.get('/v1/access', bearer(replacement))).status).toBe(200);
+    await page.getByText('rotated', { exact: true }).waitFor();
+
+    await page.getByRole('button', { name: 'Revoke notebook' }).click();
+    await page.getByText('Revoked “notebook”.').waitFor();
+    expect((await api.get('/v1/access', bearer(replacement))).status).toBe(401);
+  });
+
+  it('approves a device code started as the CLI starts it, with clear expiry and success messages', async () => {
+    const started = await api.post('/v1/auth/cli/device', { body: { clientName: 'cairn cli' } });
+    expect(started.status).toBe(201);
+    const { verificationUrl, userCode, deviceCode } = started.body;
+    expect(verificationUrl).toBe(`${stack.baseUrl}/device?code=${userCode}`);
+
+    // Opened signed out (a fresh browser profile): sign in first, the code stays prefilled.
+    const other = await openConsole(browser, stack.baseUrl);
+    await other.page.goto(verificationUrl);
+    await other.page.getByText('Sign in to approve the sign-in request from your terminal.').waitFor();
+    await signInThroughConsole(other.page, alice, verificationUrl);
+    expect(await other.page.getByLabel('Code shown in your terminal').inputValue()).toBe(userCode);
+    await screenshot(other.page, 'device-approval');
+    await other.page.getByRole('button', { name: 'Approve' }).click();
+    await other.page.getByRole('heading', { name: 'CLI sign-in approved' }).waitFor();
+    await other.page.getByText(`Code ${userCode} is approved.`, { exact: false }).waitFor();
+    await screenshot(other.page, 'device-approved');
+    expect(other.problems).toEqual([]);
+    await other.context.close();
+
+    const token = await api.post('/v1/auth/cli/token', { body: { deviceCode } });
+    expect(token.status).toBe(200);
+    expect(token.body.account.email).toBe(alice.email);
+
+    // An expired code: the page says so and what to do.
+    const late = await api.post('/v1/auth/cli/device', { body: {} });
+    await sql.query(`update cli_device_authorization set expires_at = now() - interval '1 second' where user_code = $1`, [late.body.userCode]);
+    await tab.page.goto(late.body.verificationUrl);
+    await tab.page.getByRole('button', { name: 'Approve' }).click();
+    await tab.page.getByRole('alert').filter({ hasText: 'This code has expired or was already used. Run `cairn login` again' }).waitFor();
+    expect((await api.post('/v1/auth/cli/token', { body: { deviceCode: late.body.deviceCode } })).body.error.code).toBe('device_code_expired');
+  });
+
+  it('lists sources and ingest jobs with status and failure message, and deletes a source', async () => {
+    const key = await createKey(api, { bearer: await cliToken() }, { name: 'ingest key', scopes: ['ingest'] });
+    const submit = (url: string, idempotencyKey: string) =>
+      api.post('/v1/ingest/url', { as: { bearer: key.secret }, body: { url, dryRun: false, datedAt: '2026-11-01', idempotencyKey } });
+    const ok = await submit(`${fixtures.origin}/guide.md`, 'console-ok-0001');
+    const bad = await submit(`${fixtures.origin}/missing.md`, 'console-bad-0001');
+    expect([ok.status, bad.status]).toEqual([202, 202]);
+    const done = async (id: string) => {
+      const j = await api.get(`/v1/ingest/jobs/${id}`, { as: { bearer: key.secret } });
+      return ['succeeded', 'failed'].includes(j.body.job.status);
+    };
+    await waitUntil(async () => (await done(ok.body.job.id)) && (await done(bad.body.job.id)), 'both ingest jobs to end', 60_000);
+
+    const { page } = tab;
+    await page.goto('/sources');
+    await heading('Sources and ingest jobs').waitFor();
+    const sources = page.getByRole('region', { name: /^Sources/ });
+    const source = sources.getByRole('row', { name: /Field guide/ });
+    await source.waitFor();
+    expect(await source.innerText()).toContain('active');
+    const failed = page.getByRole('region', { name: 'Ingest jobs' }).getByRole('row', { name: /missing\.md/ });
+    expect(await failed.innerText()).toMatch(/failed/);
+    expect(await failed.getByRole('note').innerText()).toMatch(/^Failed: .+/);
+    await screenshot(page, 'sources');
+
+    // The browser session may delete a source only with the csrf proof, and only its own account's.
+    const cookie = (await tab.context.cookies()).find((c) => c.name === 'service_session')!.value;
+    const noCsrf = await api.delete(`/v1/sources/${ok.body.job.id}`, { as: { cookie }, csrf: false });
+    expect(noCsrf.status).toBe(403);
+    const stranger = await createTestAccount(db.orm);
+    const strangerCookie = await signIn(api, stranger);
+    expect((await api.delete(`/v1/sources/${ok.body.job.id}`, { as: { cookie: strangerCookie } })).status).toBe(404);
+
+    await page.getByRole('button', { name: /^Delete Field guide/ }).click();
+    await page.getByRole('status').filter({ hasText: /Deletion of “Field guide” is (queued|running|succeeded)/ }).waitFor();
+    await waitUntil(async () => (await sources.getByRole('row', { name: /Field guide/ }).count()) === 0, 'the deleted source to disappear', 60_000);
+    expect(await sql.count(`select 1 from source where id = $1 and status = 'deleted'`, [ok.body.job.id])).toBe(1);
+
+    // Usage now shows today's ingests in the chart and the quota counters.
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await heading('Usage').waitFor();
+    const today = page.locator('rect.bar-i').last();
+    expect(Number(await today.getAttribute('height'))).toBeGreaterThan(0);
+    expect(await page.getByRole('row', { name: /Ingests today/ }).innerText()).toMatch(/[1-9]\d* \/ /);
+    await screenshot(page, 'usage');
+  });
+
+  it('authorizes an MCP client on the consent page, lists it under connected apps and revokes it', async () => {
+    const oauth = new MemoryOAuthClient('Notebook agent');
+    const transportFor = () => new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { authProvider: oauth });
+    await expect(new Client({ name: 't', version: '1' }).connect(transportFor())).rejects.toThrow(/Unauthorized/i);
+    const { page } = tab;
+    // The client's loopback redirect target: answered here, as the client's own listener would.
+    await tab.context.route(`${oauth.redirectUrl}**`, (route) => route.fulfill({ status: 200, contentType: 'text/plain', body: 'done' }));
+    const callback = page.waitForRequest((r) => r.url().startsWith(oauth.redirectUrl));
+    await page.goto(oauth.authorizationUrl!.href);
+    await page.getByRole('heading', { name: 'Connect Notebook agent to your memory?' }).waitFor();
+    await screenshot(page, 'oauth-consent');
+    await page.getByRole('checkbox', { name: /Write memory/ }).check();
+    await page.getByRole('button', { name: 'Allow' }).click();
+    const code = new URL((await callback).url()).searchParams.get('code');
+    await page.waitForURL(`${oauth.redirectUrl}**`);
+    expect(code).toBeTruthy();
+    await transportFor().finishAuth(code!);
+    const client = new Client({ name: 't', version: '1' });
+    await client.connect(transportFor());
+    await client.listTools();
+
+    await page.goto('/apps');
+    const row = page.getByRole('row', { name: /Notebook agent/ });
+    await row.waitFor();
+    expect(await row.innerText()).toMatch(/memory\.read[\s\S]*memory\.write/);
+    await screenshot(page, 'connected-apps');
+    await page.getByRole('button', { name: 'Disconnect Notebook agent' }).click();
+    await page.getByText('Disconnected Notebook agent.').waitFor();
+    await expect(client.listTools()).rejects.toThrow();
+    await client.close().catch(() => {});
+    // The browser session survives the disconnect.
+    expect(await heading('Connected applications').isVisible()).toBe(true);
+    expect(tab.foreign.filter((u) => !u.startsWith(oauth.redirectUrl))).toEqual([]);
+  });
+
+  it('deletes an account only after the exact email is typed', async () => {
+    const bob = await createTestAccount(db.orm);
+    const own = await openConsole(browser, stack.baseUrl);
+    const { page } = own;
+    await signInThroughConsole(page, bob, '/account');
+    await page.getByRole('heading', { name: 'Account', level: 1 }).waitFor();
+    const confirm = page.getByLabel(`Type ${bob.email} to confirm`);
+    const button = page.getByRole('button', { name: 'Delete account permanently' });
+    await confirm.fill(bob.email.toUpperCase());
+    expect(await button.isDisabled()).toBe(true);
+    expect(await confirm.getAttribute('aria-invalid')).toBe('true');
+    await confirm.fill(bob.email);
+    await screenshot(page, 'account');
+    await button.click();
+    await page.getByRole('heading', { name: 'Account deleted' }).waitFor({ timeout: 30_000 });
+    expect(await sql.count(`select 1 from account where id = $1`, [bob.id])).toBe(0);
+    const again = await api.post('/v1/auth/login', { body: { email: bob.email, password: bob.password } });
+    expect(again.status).toBe(401);
+    expect(own.problems).toEqual([]);
+    await own.context.close();
+  });
+
+  it('offers only retry and sign-out to a deletion_pending session, and the retry completes the deletion', async () => {
+    const carol = await createTestAccount(db.orm);
+    const own = await openConsole(browser, stack.baseUrl);
+    const { page } = own;
+    await signInThroughConsole(page, carol);
+    // The state a deletion leaves when its workflow did not finish (markDeletionPending ran, cleanup did not).
+    await sql.query(`update account set state = 'deletion_pending' where id = $1`, [carol.id]);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Account deletion did not finish' }).waitFor();
+    expect(await page.getByRole('navigation', { name: 'Console' }).count()).toBe(0);
+    const buttons = await page.getByRole('button').allInnerTexts();
+    expect(buttons).toEqual(['Sign out', 'Retry deletion', 'Sign out']);
+    await screenshot(page, 'deletion-pending');
+    await page.getByRole('button', { name: 'Retry deletion' }).click();
+    await page.getByRole('heading', { name: 'Sign in to Cairn' }).waitFor({ timeout: 30_000 });
+    expect(await sql.count(`select 1 from account where id = $1`, [carol.id])).toBe(0);
+    expect(own.problems).toEqual([]);
+    await own.context.close();
+  });
+
+  it('raised no script error, CSP refusal or third-party request on any page', () => {
+    expect(tab.problems).toEqual([]);
+  });
+});
+
+/** A CLI session for alice (the device flow over HTTP), used where a test needs account management without the page. */
+async function cliToken(): Promise<string> {
+  const cookie = (await tab.context.cookies()).find((c) => c.name === 'service_session')!.value;
+  const device: Json = await api.post('/v1/auth/cli/device', { body: {} });
+  await api.post('/v1/auth/cli/device/approve', { as: { cookie }, body: { userCode: device.body.userCode } });
+  const token = await api.post('/v1/auth/cli/token', { body: { deviceCode: device.body.deviceCode } });
+  return token.body.cliSession.token as string;
+}
