@@ -23,7 +23,7 @@ export const PLANS: Record<Strategy, { candidates: number; expand: boolean; trig
 };
 
 export const EVIDENCE_LIMIT = 10;
-const DF_CAP = 2000;
+const DF_CAP = 1000;
 const MAX_QUERY_WORDS = 24;
 
 export type Retrieval = {
@@ -104,8 +104,12 @@ export async function retrieve(
   for (const c of cands) for (const l of parseTsVector(c.tsv).positions.keys()) present.add(l);
   const unmatched = terms.lexemes.filter((l) => !present.has(l));
   if (plan.trigram && unmatched.length) {
-    // Words whose lexeme matched nothing: look for near spellings (names, typos) by trigram similarity.
-    const fuzzy = ws.filter((w) => w.length >= 4 && unmatched.some((l) => w.startsWith(l) || l.startsWith(w))).slice(0, 2);
+    // Name-like words (capitalised or with digits in the query) whose lexeme matched nothing: look for
+    // near spellings (misspelt names, identifiers) by trigram word similarity.
+    const nameLike = new Set(words(query.replace(/\b[\p{Ll}][\p{Ll}]*\b/gu, ' ')).concat(ws.filter((w) => /\d/.test(w))));
+    const fuzzy = ws
+      .filter((w) => w.length >= 4 && nameLike.has(w) && unmatched.some((l) => w.startsWith(l) || l.startsWith(w)))
+      .slice(0, 2);
     const extra = await Promise.all(fuzzy.map((term) => fetchCandidates(em, boundary, { type: 'trgm', term }, 20, tables)));
     cands = cands.concat(extra.flat());
   }
