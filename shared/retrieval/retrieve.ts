@@ -51,20 +51,46 @@ async function analyze(em: EntityManager, text: string): Promise<QueryTerms> {
   return { lexemes, positions: v.positions };
 }
 
+// Document frequencies change slowly and only steer ranking (never what is authorized), so each API
+// process keeps them for a minute instead of counting them on every query.
+const STATS_TTL_MS = 60_000;
+const STATS_MAX_ENTRIES = 20_000;
+const dfCache = new Map<string, { df: number; at: number }>();
+let corpusSize: { n: number; at: number } | null = null;
+
 async function statistics(em: EntityManager, accountId: string, lexemes: string[]): Promise<Stats> {
+  const now = Date.now();
+  const df = new Map<string, number>();
+  const missing: string[] = [];
+  const sizeCached = corpusSize !== null && now - corpusSize.at < STATS_TTL_MS;
+  for (const l of lexemes) {
+    const hit = dfCache.get(`${accountId}:${l}`);
+    if (hit && now - hit.at < STATS_TTL_MS) df.set(l, hit.df);
+    else missing.push(l);
+  }
   const [counts, size] = await Promise.all([
-    bound<{ lex: string; df: number }>(
-      em,
-      `select l.lex, (select count(*) from (select 1 from record r where r.account_id = ? and r.tsv @@ quote_literal(l.lex)::tsquery
-          limit ${DF_CAP}) x)::int as df
-         from unnest(?::text[]) l(lex)`,
-      [accountId, lexemes],
-    ),
+    missing.length
+      ? bound<{ lex: string; df: number }>(
+          em,
+          `select l.lex, (select count(*) from (select 1 from record r where r.account_id = ? and r.tsv @@ quote_literal(l.lex)::tsquery
+              limit ${DF_CAP}) x)::int as df
+             from unnest(?::text[]) l(lex)`,
+          [accountId, missing],
+        )
+      : Promise.resolve([]),
     // The planner's row estimate: an approximate corpus size is enough for idf, and costs no scan.
-    bound<{ n: number }>(em, "select greatest(reltuples, 0)::bigint as n from pg_class where relname = 'record'", []),
+    sizeCached
+      ? Promise.resolve([{ n: corpusSize!.n }])
+      : bound<{ n: number }>(em, "select greatest(reltuples, 0)::bigint as n from pg_class where relname = 'record'", []),
   ]);
-  const df = new Map(counts.map((c) => [c.lex, Number(c.df)]));
-  const docs = Math.max(Number(size[0]?.n ?? 0), DF_CAP * 2, ...[...df.values()].map((d) => d * 2));
+  if (dfCache.size > STATS_MAX_ENTRIES) dfCache.clear();
+  for (const c of counts) {
+    df.set(c.lex, Number(c.df));
+    dfCache.set(`${accountId}:${c.lex}`, { df: Number(c.df), at: now });
+  }
+  const n = Number(size[0]?.n ?? 0);
+  if (!sizeCached) corpusSize = { n, at: now };
+  const docs = Math.max(n, DF_CAP * 2, ...[...df.values()].map((d) => d * 2));
   return { docs, df, avgLength: 0 };
 }
 
