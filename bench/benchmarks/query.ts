@@ -96,15 +96,16 @@ async function loadLatencyCorpus(orm: Orm, accountId: string, size: number, log:
   const source = await ingestDocument(em, accountId, 'seed.md', '# Seed\n\nThe launch codename of project Sandpiper is quasar5150.\n');
   log(`inserting ${size} excerpts`);
   await bound(em, `insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, content_hash)
+    with v as materialized (
+      select string_to_array(?, ' ') as w,
+             array(select a || b || c from unnest(string_to_array(?, ' ')) a, unnest(string_to_array(?, ' ')) b,
+                   unnest(string_to_array(?, ' ')) c) as s)
     select gen_random_uuid(), ?, ?, 'excerpt', t.text, 0, length(t.text), md5(t.text)
-      from (select (select string_agg(case when k % 30 = 0 then w[1 + ((g * 31 + k * 17) % array_length(w, 1))]
-                                           else s[1 + ((g * 7919 + k * 104729) % array_length(s, 1))] end, ' ')
+      from (select (select string_agg(case when k % 30 = 0 then v.w[1 + ((g * 31 + k * 17) % array_length(v.w, 1))]
+                                           else v.s[1 + ((g * 7919 + k * 104729) % array_length(v.s, 1))] end, ' ')
                       from generate_series(1, 60) k) || ' ' || g as text
-              from generate_series(1, ?) g,
-                   (select string_to_array(?, ' ') as w,
-                           array(select a || b || c from unnest(string_to_array(?, ' ')) a, unnest(string_to_array(?, ' ')) b,
-                                 unnest(string_to_array(?, ' ')) c) as s) v) t`,
-  [accountId, source, size, VOCABULARY, SYLLABLES, SYLLABLES, SYLLABLES]);
+              from v, generate_series(1, ?) g) t`,
+  [VOCABULARY, SYLLABLES, SYLLABLES, SYLLABLES, accountId, source, size]);
   await bound(em, 'analyze record', []);
 }
 

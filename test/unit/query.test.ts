@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { extractiveAnswer } from '../../shared/answer/extractive.ts';
 import { citedSentences } from '../../shared/answer/provider.ts';
 import { isSupported } from '../../shared/answer/support.ts';
+import { ConfigError, loadConfig } from '../../shared/config.ts';
 import { QueryRequest } from '../../shared/contracts/query.ts';
 import { findConflicts } from '../../shared/query/result.ts';
 import { requestHash } from '../../shared/query/operations.ts';
@@ -85,5 +86,15 @@ describe('answers and validation', () => {
     const mk = (h: string, text: string) => ({ citationHandle: h, kind: 'fact' as const, text, score: 1, rank: 1, label: 'x', origin: {} as never });
     const c = findConflicts([mk('cit_1', 'The harbour code of project Wren is red.'), mk('cit_2', 'The harbour code of project Wren is blue.'), mk('cit_3', 'The vault of project Wren is old.')]);
     expect(c).toEqual([{ topic: expect.any(String), citationHandles: ['cit_1', 'cit_2'], statements: expect.any(Array) }]);
+  });
+});
+
+describe('answer provider configuration', () => {
+  it('openai needs a URL and a model; the default is the built-in answerer', () => {
+    expect(loadConfig({}).query.answer).toEqual({ mode: 'builtin' });
+    expect(() => loadConfig({ ANSWER_PROVIDER: 'openai', ANSWER_PROVIDER_MODEL: 'm' })).toThrow(ConfigError);
+    expect(() => loadConfig({ ANSWER_PROVIDER: 'openai', ANSWER_PROVIDER_URL: 'http://127.0.0.1:1/v1' })).toThrow(/ANSWER_PROVIDER_MODEL/);
+    expect(loadConfig({ ANSWER_PROVIDER: 'openai', ANSWER_PROVIDER_URL: 'http://127.0.0.1:1/v1', ANSWER_PROVIDER_MODEL: 'm' }).query.answer)
+      .toMatchObject({ mode: 'openai', model: 'm', maxCredits: 2, tokensPerCredit: 2000, timeoutMs: 30_000 });
   });
 });
