@@ -29,6 +29,7 @@ import { cliAuthRoutes } from './routes/cli-auth/index.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health/index.ts';
 import { ingestJobRoutes } from './routes/ingest/jobs.ts';
 import { ingestSubmitRoutes } from './routes/ingest/submit.ts';
+import { queryRoutes } from './routes/query/index.ts';
 
 export type AppDeps = {
   config: Config;
@@ -95,6 +96,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(ingestSubmitRoutes, { config: deps.config, temporal: deps.temporal });
     await app.register(connectedAppRoutes);
     await app.register(consolePlugin);
+    await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal });
     const provider = deps.oauth?.provider;
     if (provider) {
       await app.register(oauthProviderRoutes, { provider });

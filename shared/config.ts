@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import type { AnswerConfig } from './answer/types.ts';
 
 /**
  * The whole process configuration, read once from the environment by each entrypoint and passed down.
@@ -103,6 +104,14 @@ const envSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
+  QUERY_IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24),
+  ANSWER_PROVIDER: z.enum(['builtin', 'openai', 'disabled']).default('builtin'),
+  ANSWER_PROVIDER_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  ANSWER_PROVIDER_MODEL: optionalString,
+  ANSWER_PROVIDER_API_KEY: optionalString,
+  ANSWER_PROVIDER_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
+  ANSWER_PROVIDER_MAX_CREDITS: z.coerce.number().int().min(0).max(1000).default(2),
+  ANSWER_PROVIDER_TOKENS_PER_CREDIT: z.coerce.number().int().min(1).default(2000),
 });
 
 export type Config = {
@@ -163,6 +172,8 @@ export type Config = {
   };
   /** Prometheus metrics: bearer token for the API's /metrics (unset = loopback clients only); worker port (0 = off). */
   ops: { metricsToken: string | undefined; workerMetricsPort: number };
+  /** Query: how long stored operations replay (then idempotency_expired), and the answer provider. */
+  query: { idempotencyRetentionMs: number; answer: AnswerConfig };
   accountDefaults: {
     monthlyCredits: number;
     onboardingCredits: number;
@@ -195,6 +206,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     );
   }
   const e = parsed.data;
+  if (e.ANSWER_PROVIDER === 'openai' && (!e.ANSWER_PROVIDER_URL || !e.ANSWER_PROVIDER_MODEL)) {
+    throw new ConfigError([
+      { variable: e.ANSWER_PROVIDER_URL ? 'ANSWER_PROVIDER_MODEL' : 'ANSWER_PROVIDER_URL', message: 'is required when ANSWER_PROVIDER=openai' },
+    ]);
+  }
   const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://127.0.0.1:${e.PORT}`).replace(/\/$/, '');
   // URL.href normalises: a root address keeps its trailing slash, a path has none added.
   const mcpPublicUrl = new URL(e.MCP_PUBLIC_URL ?? `http://127.0.0.1:${e.MCP_PORT}/`).href;
@@ -251,6 +267,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       refreshTokenTtlSeconds: e.OAUTH_REFRESH_TOKEN_TTL_DAYS * 86_400,
     },
     ops: { metricsToken: e.METRICS_TOKEN, workerMetricsPort: e.WORKER_METRICS_PORT },
+    query: {
+      idempotencyRetentionMs: e.QUERY_IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
+      answer:
+        e.ANSWER_PROVIDER === 'openai'
+          ? {
+              mode: 'openai',
+              url: e.ANSWER_PROVIDER_URL!,
+              model: e.ANSWER_PROVIDER_MODEL!,
+              apiKey: e.ANSWER_PROVIDER_API_KEY,
+              timeoutMs: e.ANSWER_PROVIDER_TIMEOUT_SECONDS * 1000,
+              maxCredits: e.ANSWER_PROVIDER_MAX_CREDITS,
+              tokensPerCredit: e.ANSWER_PROVIDER_TOKENS_PER_CREDIT,
+            }
+          : { mode: e.ANSWER_PROVIDER },
+    },
     accountDefaults: {
       monthlyCredits: e.DEFAULT_MONTHLY_CREDITS,
       onboardingCredits: e.DEFAULT_ONBOARDING_CREDITS,

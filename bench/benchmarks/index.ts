@@ -2,6 +2,7 @@ import type { Benchmark } from '../lib/benchmark.ts';
 import { auth } from './auth.ts';
 import { ingest } from './ingest.ts';
 import { metering } from './metering.ts';
+import { query } from './query.ts';
 
 /** Every benchmark, in the order `npm run bench` runs them and docs/benchmarks.md lists them. */
-export const benchmarks: Benchmark[] = [auth, metering, ingest];
+export const benchmarks: Benchmark[] = [auth, metering, ingest, query];

@@ -13,6 +13,7 @@ export function apiKeyRecord(k: ApiKey) {
     prefix: k.prefix,
     scopes: k.scopes as Scope[],
     maxPreset: k.maxPreset,
+    audiences: (k.audiences as string[] | null | undefined) ?? null,
     status: k.revokedAt ? ('revoked' as const) : ('active' as const),
     createdAt: k.createdAt.toISOString(),
     lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
@@ -21,7 +22,9 @@ export function apiKeyRecord(k: ApiKey) {
   };
 }
 
-function newKey(em: EntityManager, accountId: string, input: { name: string; scopes: Scope[]; maxPreset: Preset }) {
+type KeyInput = { name: string; scopes: Scope[]; maxPreset: Preset; audiences?: string[] | null };
+
+function newKey(em: EntityManager, accountId: string, input: KeyInput) {
   const secret = newSecret(API_KEY_PREFIX);
   const key = em.create(ApiKey, {
     id: randomUUID(),
@@ -31,6 +34,7 @@ function newKey(em: EntityManager, accountId: string, input: { name: string; sco
     secretHash: digest(secret),
     scopes: input.scopes,
     maxPreset: input.maxPreset,
+    audiences: input.audiences?.length ? input.audiences : null,
     createdAt: new Date(),
     lastUsedAt: null,
     revokedAt: null,
@@ -42,7 +46,7 @@ function newKey(em: EntityManager, accountId: string, input: { name: string; sco
 export async function createApiKey(
   em: EntityManager,
   accountId: string,
-  input: { name: string; scopes: Scope[]; maxPreset: Preset },
+  input: KeyInput,
 ) {
   const created = newKey(em, accountId, input);
   await em.flush();
@@ -76,6 +80,7 @@ export async function rotateApiKey(em: EntityManager, accountId: string, id: str
       name: name ?? old.name,
       scopes: old.scopes as Scope[],
       maxPreset: old.maxPreset,
+      audiences: (old.audiences as string[] | null | undefined) ?? null,
     });
     old.revokedAt = new Date();
     old.rotatedTo = created.key.id;

@@ -19,6 +19,11 @@ export type Principal = {
    */
   scopes: readonly Scope[];
   maxPreset: Preset;
+  /**
+   * Audience labels an API key is limited to (null = the whole account). Sources such a key ingests
+   * carry its first label; query sees only content labelled with one of them (docs/api.md, Audiences).
+   */
+  audiences: readonly string[] | null;
   issuedAt: Date;
   expiresAt: Date | null;
 };

@@ -19,11 +19,12 @@ type Row = {
   last_used: Date | null;
   scopes: string[] | null;
   max_preset: Preset | null;
+  audiences: string[] | null;
 };
 
 type Lookup = {
   kind: CredentialKind;
-  /** Selects the credential's columns as `id, created_at, expires_at, last_used, scopes, max_preset`. */
+  /** Selects the credential's columns as `id, created_at, expires_at, last_used, scopes, max_preset, audiences`. */
   sql: string;
   touch: string;
 };
@@ -34,21 +35,21 @@ const ACCOUNT_COLUMNS = 'a.id as account_id, a.email, a.display_name, a.state';
 const lookups = {
   apiKey: {
     kind: 'apiKey',
-    sql: `select k.id, k.created_at, null as expires_at, k.last_used_at as last_used, k.scopes, k.max_preset, ${ACCOUNT_COLUMNS}
+    sql: `select k.id, k.created_at, null as expires_at, k.last_used_at as last_used, k.scopes, k.max_preset, k.audiences, ${ACCOUNT_COLUMNS}
             from api_key k join account a on a.id = k.account_id
            where k.secret_hash = ? and k.revoked_at is null and a.disabled_at is null`,
     touch: 'update api_key set last_used_at = now() where id = ?',
   },
   cli: {
     kind: 'cli',
-    sql: `select s.id, s.created_at, s.expires_at, s.last_used_at as last_used, null as scopes, null as max_preset, ${ACCOUNT_COLUMNS}
+    sql: `select s.id, s.created_at, s.expires_at, s.last_used_at as last_used, null as scopes, null as max_preset, null as audiences, ${ACCOUNT_COLUMNS}
             from cli_session s join account a on a.id = s.account_id
            where s.token_hash = ? and s.revoked_at is null and s.expires_at > now() and a.disabled_at is null`,
     touch: 'update cli_session set last_used_at = now() where id = ?',
   },
   browser: {
     kind: 'browser',
-    sql: `select s.id, s.created_at, s.expires_at, s.last_seen_at as last_used, null as scopes, null as max_preset, ${ACCOUNT_COLUMNS}
+    sql: `select s.id, s.created_at, s.expires_at, s.last_seen_at as last_used, null as scopes, null as max_preset, null as audiences, ${ACCOUNT_COLUMNS}
             from browser_session s join account a on a.id = s.account_id
            where s.token_hash = ? and s.ended_at is null and s.expires_at > now()
              and s.last_seen_at > now() - (? * interval '1 millisecond') and a.disabled_at is null`,
@@ -80,6 +81,7 @@ async function resolve(
     // Account credentials (browser, CLI) act with the account's whole authority.
     scopes: (row.scopes as Scope[] | null) ?? SCOPES,
     maxPreset: row.max_preset ?? 'accuracy',
+    audiences: row.audiences && row.audiences.length ? row.audiences : null,
     issuedAt: new Date(row.created_at),
     expiresAt: row.expires_at ? new Date(row.expires_at) : null,
   };

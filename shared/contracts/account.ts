@@ -13,11 +13,22 @@ const scopeList = z
   .refine((s) => new Set(s).size === s.length, 'scopes must not repeat')
   .refine((s) => !s.includes('query.answer') || s.includes('query'), 'query.answer also requires query');
 
+/** An audience label: a name for a slice of the account's content (docs/api.md, Audiences). */
+export const AudienceLabel = z.string().trim().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'letters, digits, . _ : - (first a letter or digit)');
+const audienceList = z
+  .array(AudienceLabel)
+  .min(1)
+  .max(20)
+  .refine((a) => new Set(a).size === a.length, 'audiences must not repeat');
+
 export const ApiKeyCreateRequest = z
   .strictObject({
     name: z.string().trim().min(1).max(100),
     scopes: scopeList.default(['ingest', 'query']),
     maxPreset: Preset.default('accuracy'),
+    audiences: audienceList
+      .optional()
+      .describe('Limit the key to these audience labels: it sees only content labelled with one of them, and what it ingests carries the first. Omit for the whole account.'),
   })
   .meta({ id: 'ApiKeyCreateRequest' });
 
@@ -33,6 +44,7 @@ export const ApiKeyRecord = z
     prefix: z.string().describe('First characters of the key, for recognising it; not a secret.'),
     scopes: z.array(Scope),
     maxPreset: Preset,
+    audiences: z.array(z.string()).nullable().describe('Audience labels the key is limited to; null = the whole account.'),
     status: z.enum(['active', 'revoked']),
     createdAt: DateTime,
     lastUsedAt: DateTime.nullable(),

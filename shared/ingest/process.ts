@@ -15,12 +15,12 @@ import { parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
 type JobRow = {
   id: string; account_id: string; kind: 'url' | 'file'; status: string; source_url: string | null;
-  filename: string | null; content_type: string | null; dated_at: string | null;
+  filename: string | null; content_type: string | null; dated_at: string | null; audience: string | null;
 };
 
 async function loadJob(em: EntityManager, jobId: string): Promise<JobRow> {
   const [job] = await em.getConnection().execute<JobRow[]>(
-    `select id, account_id, kind, status, source_url, filename, content_type, to_char(dated_at, 'YYYY-MM-DD') as dated_at
+    `select id, account_id, kind, status, source_url, filename, content_type, to_char(dated_at, 'YYYY-MM-DD') as dated_at, audience
        from ingest_job where id = ?`,
     [jobId],
   );
@@ -129,14 +129,14 @@ export async function buildSourceRecords(
     await bound(
       tx,
       `insert into source (id, account_id, kind, url, filename, content_type, title, dated_at, status, quarantine_reason,
-         content_hash, text, sections)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?::jsonb)
+         content_hash, text, sections, audience)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?::jsonb, ?)
        on conflict (id) do update set title = excluded.title, status = excluded.status,
          quarantine_reason = excluded.quarantine_reason, content_hash = excluded.content_hash,
          text = excluded.text, sections = excluded.sections, url = excluded.url`,
       [jobId, job.account_id, job.kind, blob.final_url ?? job.source_url, job.filename, contentType, doc.title, job.dated_at,
         decision.quarantine ? 'quarantined' : 'active', decision.quarantine ? decision.reason : null,
-        contentHash(doc.text), JSON.stringify(doc.sections)],
+        contentHash(doc.text), JSON.stringify(doc.sections), job.audience],
     );
     await writeLongText(tx, 'source', 'text', jobId, doc.text);
     await q(tx, 'delete from record where source_id = ?', [jobId]);

@@ -117,6 +117,8 @@ async function createJob(
     filename?: string;
     contentType?: string;
     blob?: { bytes: Buffer; contentType: string };
+    /** The submitting key's audience label (its first), stamped on the source. */
+    audience: string | null;
   },
 ): Promise<Submitted> {
   const result = await deps.em.transactional(async (tx) => {
@@ -137,10 +139,10 @@ async function createJob(
     await q(
       tx,
       `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, attempts, source_url, filename,
-         content_type, dated_at, size_bytes)
-       values (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?)`,
+         content_type, dated_at, size_bytes, audience)
+       values (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
       [jobId, accountId, input.kind, input.idempotencyKey, input.requestHash, input.sourceUrl ?? null,
-        input.filename ?? null, input.contentType ?? null, input.datedAt, input.blob?.bytes.byteLength ?? null],
+        input.filename ?? null, input.contentType ?? null, input.datedAt, input.blob?.bytes.byteLength ?? null, input.audience],
     );
     if (input.blob) {
       await bound(
@@ -171,6 +173,7 @@ export async function submitUrl(
     requestHash: sha256(JSON.stringify({ kind: 'url', url: url.href, datedAt: live.datedAt })),
     datedAt: live.datedAt,
     sourceUrl: url.href,
+    audience: principal.audiences?.[0] ?? null,
   });
 }
 
@@ -190,5 +193,6 @@ export async function submitFile(
     filename: body.filename,
     contentType: body.contentType,
     blob: { bytes: body.bytes, contentType: body.contentType },
+    audience: principal.audiences?.[0] ?? null,
   });
 }

@@ -84,6 +84,7 @@ export function connectionPrincipal(
     credentialId: c.app.id,
     scopes: oauthScopes(c.app.scopes),
     maxPreset: 'accuracy',
+    audiences: null,
     issuedAt: new Date(c.issuedAtSeconds * 1000),
     expiresAt: c.expiresAt,
   };

@@ -171,7 +171,7 @@ export type CreatedKey = { id: string; secret: string; record: Json };
 export async function createKey(
   client: ApiClient,
   as: Credential,
-  body: { name?: string; scopes?: string[]; maxPreset?: string } = {},
+  body: { name?: string; scopes?: string[]; maxPreset?: string; audiences?: string[] } = {},
 ): Promise<CreatedKey> {
   const res = await client.post('/v1/account/api-keys', { as, body: { name: 'test key', ...body } });
   expect(res.status, JSON.stringify(res.body)).toBe(201);

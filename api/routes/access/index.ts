@@ -27,7 +27,7 @@ export const accessRoutes: FastifyPluginAsyncZod = async (app) => {
         schemaVersion: 'service-access-v1' as const,
         key: { id: key.id, name: key.name, prefix: key.prefix, scopes: [...p.scopes], maxPreset: p.maxPreset },
         account: { email: account.email },
-        contextBoundary: { workspaces: ['default'], audiences: null },
+        contextBoundary: { workspaces: ['default'], audiences: p.audiences ? [...p.audiences] : null },
         quotas: {
           query: { dailyLimit: account.queryDailyLimit, monthlyLimit: account.queryMonthlyLimit },
           ingest: { dailyLimit: account.ingestDailyLimit, monthlyLimit: account.ingestMonthlyLimit },

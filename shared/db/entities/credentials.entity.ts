@@ -72,6 +72,7 @@ export const ApiKeySchema = defineEntity({
     secretHash: p.text().unique(),
     scopes: p.array().columnType('text[]'),
     maxPreset: p.text().$type<Preset>(),
+    audiences: p.array().columnType('text[]').nullable(),
     createdAt: p.datetime(),
     lastUsedAt: p.datetime().nullable(),
     revokedAt: p.datetime().nullable(),

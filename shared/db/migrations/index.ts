@@ -4,6 +4,7 @@ import { Migration0003IngestJobs } from './0003-ingest-jobs.ts';
 import { Migration0004Metering } from './0004-metering.ts';
 import { Migration0005Ingest } from './0005-ingest.ts';
 import { Migration0006Memory } from './0006-memory.ts';
+import { Migration0007Query } from './0007-query.ts';
 import { Migration0008Oauth } from './0008-oauth.ts';
 import { Migration0009IngestStorage } from './0009-ingest-storage.ts';
 
@@ -20,6 +21,7 @@ export const migrationsList = [
   { name: '0006-memory', class: Migration0006Memory },
   // 0007 is reserved for the query work. Numbers only order the list: a database that already ran a
   // later migration still runs a pending earlier one.
+  { name: '0007-query', class: Migration0007Query },
   { name: '0008-oauth', class: Migration0008Oauth },
   { name: '0009-ingest-storage', class: Migration0009IngestStorage },
 ];

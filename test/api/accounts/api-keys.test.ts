@@ -46,7 +46,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const RECORD_KEYS = ['createdAt', 'id', 'lastUsedAt', 'maxPreset', 'name', 'prefix', 'replacedBy', 'revokedAt', 'scopes', 'status'];
+const RECORD_KEYS = ['audiences', 'createdAt', 'id', 'lastUsedAt', 'maxPreset', 'name', 'prefix', 'replacedBy', 'revokedAt', 'scopes', 'status'];
 const list = async (as: Credential = browser) => {
   const res = await client.get('/v1/account/api-keys', { as });
   expect(res.status).toBe(200);
@@ -71,6 +71,7 @@ describe('create (POST /v1/account/api-keys)', () => {
       // Default key setup: ingest and query (spec 5).
       scopes: ['ingest', 'query'],
       maxPreset: 'accuracy',
+      audiences: null,
       status: 'active',
       createdAt: expect.any(String),
       lastUsedAt: null,
@@ -105,6 +106,13 @@ describe('create (POST /v1/account/api-keys)', () => {
       scopes: ['ingest', 'query', 'query.answer', 'memory.read', 'memory.write'],
       max_preset: 'efficient',
     });
+    const limited = await createKey(client, browser, { name: 'team', scopes: ['query'], audiences: ['team-a', 'ops.eu'] });
+    expect(limited.record.audiences).toEqual(['team-a', 'ops.eu']);
+    expect((await keyRow(limited.id)).audiences).toEqual(['team-a', 'ops.eu']);
+    for (const audiences of [[], ['team-a', 'team-a'], ['has space'], ['x'.repeat(65)]]) {
+      const bad = await client.post('/v1/account/api-keys', { as: browser, body: { name: 'bad', audiences } });
+      expect(bad.status, JSON.stringify(audiences)).toBe(400);
+    }
     const none = await createKey(client, browser, { name: 'no scopes', scopes: [] });
     expect(none.record.scopes).toEqual([]);
     expect((await keyRow(none.id)).scopes).toEqual([]);

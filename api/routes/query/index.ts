@@ -1,0 +1,56 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyRequest } from 'fastify';
+import type { Config } from '../../../shared/config.ts';
+import type { Logger } from '../../../shared/logger.ts';
+import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
+import { QueryRequest, QueryResult } from '../../../shared/contracts/query.ts';
+import { runQuery, type QueryDeps } from '../../../shared/query/run.ts';
+import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
+import { principalOf, type AuthRule } from '../../plugins/auth.ts';
+
+const errors = {
+  400: ErrorEnvelope, 401: ErrorEnvelope, 402: ErrorEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope,
+  429: ErrorEnvelope, 503: ErrorEnvelope,
+};
+
+/** Spec 5: API keys with scope query, and CLI session tokens ("classic query"). */
+const QUERY_AUTH: AuthRule = { accept: ['apiKey', 'cli'], scopes: ['query'] };
+/** Spec 4.2: the browser session only, with CSRF (checked by the auth plugin on every browser write). */
+const ACCOUNT_ANSWERS_AUTH: AuthRule = { accept: ['browser'] };
+
+/** The dependencies of one query, shared with the MCP tool. */
+export function queryDeps(config: Config, temporal: TemporalClientHandle, request: Pick<FastifyRequest, 'em' | 'log' | 'id'>): QueryDeps {
+  return {
+    em: request.em,
+    temporal: temporal.client,
+    taskQueue: config.temporal.taskQueue,
+    settlementGraceMs: config.metering.settlementGraceMs,
+    idempotencyRetentionMs: config.query.idempotencyRetentionMs,
+    answer: config.query.answer,
+    // Fastify's request logger is a pino child logger (the app is built on the process's pino instance).
+    logger: request.log as unknown as Logger,
+    requestId: request.id,
+  };
+}
+
+export const queryRoutes: FastifyPluginAsyncZod<{ config: Config; temporal: TemporalClientHandle }> = async (app, { config, temporal }) => {
+  const schema = (summary: string) => ({ tags: ['query'], summary, body: QueryRequest, response: { 200: QueryResult, ...errors } });
+
+  app.post(
+    '/v1/query',
+    { config: { auth: QUERY_AUTH }, schema: schema('Evidence, prompt-ready context or a cited answer over sources and memory') },
+    async (request, reply) => {
+      const r = await runQuery(queryDeps(config, temporal, request), principalOf(request), request.body);
+      return reply.headers(r.headers).send(r.result);
+    },
+  );
+
+  app.post(
+    '/v1/account/answers/query',
+    { config: { auth: ACCOUNT_ANSWERS_AUTH }, schema: schema('The same query for the signed-in browser session (Console)') },
+    async (request, reply) => {
+      const r = await runQuery(queryDeps(config, temporal, request), principalOf(request), request.body);
+      return reply.headers(r.headers).send(r.result);
+    },
+  );
+};

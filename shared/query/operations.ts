@@ -1,0 +1,83 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { bound } from '../db/sql.ts';
+import { AppError } from '../errors.ts';
+
+/**
+ * Stored idempotent query operations (spec 2.3, 7, 8 rule 5). The first request with a key claims the
+ * row (status running); an exact retry of a completed operation replays its stored result and headers
+ * without spending; the same key with other inputs is idempotency_conflict; a retry while the first
+ * is still running is operation_in_progress; a row older than the retention period is
+ * idempotency_expired. A running row older than STALE_AFTER_MS belongs to a process that died: the
+ * retry takes it over. A failed operation's row is removed, so a retry starts anew.
+ */
+
+export const STALE_AFTER_MS = 120_000;
+
+export type StoredOperation = { result: Record<string, unknown>; headers: Record<string, string> };
+
+export type Begun = { kind: 'started'; operationId: string } | { kind: 'replay'; stored: StoredOperation };
+
+type Row = { id: string; request_hash: string; status: 'running' | 'completed'; result: Record<string, unknown> | null; headers: Record<string, string> | null; expired: boolean; stale: boolean };
+
+/** A stable digest of everything that makes two requests the same operation. */
+export function requestHash(value: unknown): string {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(canonical)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, canonical(x)]))
+        : v;
+  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex');
+}
+
+export async function beginOperation(
+  em: EntityManager,
+  input: { accountId: string; idempotencyKey: string; requestHash: string; retentionMs: number },
+): Promise<Begun> {
+  const id = randomUUID();
+  const created = await bound<{ id: string }>(
+    em,
+    `insert into query_operation (id, account_id, idempotency_key, request_hash, status)
+     values (?, ?, ?, ?, 'running') on conflict (account_id, idempotency_key) do nothing returning id`,
+    [id, input.accountId, input.idempotencyKey, input.requestHash],
+  );
+  if (created.length) return { kind: 'started', operationId: id };
+  const [row] = await bound<Row>(
+    em,
+    `select id, request_hash, status, result, headers,
+            created_at < now() - (? * interval '1 millisecond') as expired,
+            started_at < now() - (? * interval '1 millisecond') as stale
+       from query_operation where account_id = ? and idempotency_key = ?`,
+    [input.retentionMs, STALE_AFTER_MS, input.accountId, input.idempotencyKey],
+  );
+  // The row went away between the two statements (its operation failed): claim the key again.
+  if (!row) return beginOperation(em, input);
+  if (row.expired) throw new AppError(409, 'idempotency_expired', 'The stored operation for this idempotencyKey has expired; start anew with a new key.');
+  if (row.request_hash !== input.requestHash) {
+    throw new AppError(409, 'idempotency_conflict', 'This idempotencyKey was used for a different query.');
+  }
+  if (row.status === 'completed') return { kind: 'replay', stored: { result: row.result!, headers: row.headers ?? {} } };
+  if (row.stale) {
+    const taken = await bound<{ id: string }>(
+      em,
+      `update query_operation set started_at = now() where id = ? and status = 'running'
+          and started_at < now() - (? * interval '1 millisecond') returning id`,
+      [row.id, STALE_AFTER_MS],
+    );
+    if (taken.length) return { kind: 'started', operationId: row.id };
+  }
+  throw new AppError(409, 'operation_in_progress', 'A query with this idempotencyKey is still running; retry shortly.', { 'retry-after': '1' });
+}
+
+export async function completeOperation(em: EntityManager, operationId: string, stored: StoredOperation): Promise<void> {
+  await bound(
+    em,
+    `update query_operation set status = 'completed', result = ?::jsonb, headers = ?::jsonb, completed_at = now() where id = ?`,
+    [JSON.stringify(stored.result), JSON.stringify(stored.headers), operationId],
+  );
+}
+
+export async function abandonOperation(em: EntityManager, operationId: string): Promise<void> {
+  await bound(em, `delete from query_operation where id = ? and status = 'running'`, [operationId]);
+}

@@ -1,0 +1,199 @@
+import { createHash } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EvidenceKind } from '../contracts/query.ts';
+import { bound } from '../db/sql.ts';
+import type { Boundary } from './boundary.ts';
+import type { CitedRef } from './citations.ts';
+
+/**
+ * Candidate generation: one SQL statement per content table (source records, memory messages, memory
+ * claims), each confined to the boundary (account, active sources, available messages, current eligible
+ * claims, audiences, selectors). The first-stage score is PostgreSQL's ts_rank_cd (or trigram word
+ * similarity); ranking.ts re-scores the candidates.
+ */
+
+export type Match =
+  | { type: 'fts'; tsquery: string }
+  | { type: 'trgm'; term: string }
+  | { type: 'recent' }
+  | { type: 'ids'; ids: string[] };
+
+type SourceOrigin = {
+  type: 'source'; sourceId: string; title: string | null; url: string | null; filename: string | null; datedAt: string | null;
+  span: { start: number; end: number }; sectionPath: string[]; page: number | null; audience: string | null;
+};
+type MessageOrigin = {
+  type: 'message'; peer: string; session: string; role: string; agentId: string | null; eventId: string; position: number;
+  createdAt: string; audience: string | null;
+};
+type ClaimOrigin = {
+  type: 'claim'; claimId: string; peer: string; session: string | null; authority: string; state: string; validFrom: string;
+  agentId: string | null; audience: string | null;
+};
+export type Origin = SourceOrigin | MessageOrigin | ClaimOrigin;
+
+export type Candidate = {
+  ref: CitedRef;
+  kind: EvidenceKind;
+  text: string;
+  contentHash: string;
+  /** Text form of the row's tsvector (lexemes and positions). */
+  tsv: string | null;
+  /** First-stage score: ts_rank_cd, or word similarity for trigram matches. */
+  firstScore: number;
+  via: Match['type'];
+  /** When the content was dated (source date, message time, claim validity start). */
+  date: Date;
+  authority: string | null;
+  origin: Origin;
+};
+
+type Sql = { text: string; params: unknown[] };
+
+/** Score and predicate of a match, over the column `col` (text) and `tsv`. */
+function matchSql(m: Match, alias: string, textCol: string, idCol = `${alias}.id`): { from: string; score: string; where: string; params: { from: unknown[]; where: unknown[] } } {
+  switch (m.type) {
+    case 'fts':
+      return {
+        from: `, to_tsquery('english', ?) tq`,
+        score: `ts_rank_cd(${alias}.tsv, tq, 1)`,
+        where: `${alias}.tsv @@ tq`,
+        params: { from: [m.tsquery], where: [] },
+      };
+    case 'trgm':
+      return { from: '', score: `word_similarity(?, ${textCol})`, where: `? <% ${textCol}`, params: { from: [], where: [m.term] } };
+    case 'recent':
+      return { from: '', score: '0', where: 'true', params: { from: [], where: [] } };
+    case 'ids':
+      return { from: '', score: '0', where: `${idCol} = any(?::uuid[])`, params: { from: [], where: [m.ids] } };
+  }
+}
+
+function build(
+  m: Match,
+  base: { select: string; from: string; alias: string; textCol: string; dateCol: string; where: string[]; params: unknown[] },
+  limit: number,
+): Sql {
+  const ms = matchSql(m, base.alias, base.textCol);
+  // trgm's score expression carries its own parameter, placed before the FROM parameters.
+  const scoreParams = m.type === 'trgm' ? [m.term] : [];
+  const order = m.type === 'recent' || m.type === 'ids' ? `${base.dateCol} desc` : 'score desc';
+  const text = `with hit as (
+      select ${base.alias}.id, ${ms.score} as score
+        from ${base.from}${ms.from}
+       where ${[...base.where, ms.where].join(' and ')}
+       order by ${order} limit ?)
+    ${base.select}`;
+  return { text, params: [...scoreParams, ...ms.params.from, ...base.params, ...ms.params.where, limit] };
+}
+
+function recordSql(b: Boundary, m: Match, limit: number): Sql {
+  const where = ['r.account_id = ?', "s.status = 'active'"];
+  const params: unknown[] = [b.accountId];
+  if (b.audiences) { where.push('s.audience = any(?::text[])'); params.push(b.audiences); }
+  if (b.sourceIds) { where.push('r.source_id = any(?::uuid[])'); params.push(b.sourceIds); }
+  return build(m, {
+    alias: 'r', textCol: 'r.text', dateCol: 'r.created_at', where, params,
+    from: 'record r join source s on s.id = r.source_id',
+    select: `select r.id, r.kind, r.text, r.start_offset, r.end_offset, r.section_path, r.page, r.content_hash, r.tsv::text as tsv,
+        s.id as source_id, s.title, s.url, s.filename, to_char(s.dated_at, 'YYYY-MM-DD') as dated_at, s.audience,
+        coalesce(s.dated_at::timestamptz, s.created_at) as dated, hit.score
+      from hit join record r on r.id = hit.id join source s on s.id = r.source_id`,
+  }, limit);
+}
+
+function memoryWhere(b: Boundary, alias: 'm' | 'c'): { where: string[]; params: unknown[] } {
+  const where = [`${alias}.account_id = ?`, "p.workspace = 'default'"];
+  const params: unknown[] = [b.accountId];
+  if (alias === 'm') where.push('m.available');
+  else where.push("c.state = 'current'", "c.eligibility = 'eligible'");
+  if (b.audiences) { where.push(`${alias}.audience = any(?::text[])`); params.push(b.audiences); }
+  if (b.peerIds) { where.push(`${alias}.peer_id = any(?::uuid[])`); params.push(b.peerIds); }
+  if (b.sessionIds) { where.push(`${alias}.session_id = any(?::uuid[])`); params.push(b.sessionIds); }
+  if (b.agentId) { where.push(`${alias}.agent_id = ?`); params.push(b.agentId); }
+  return { where, params };
+}
+
+function messageSql(b: Boundary, m: Match, limit: number): Sql {
+  return build(m, {
+    alias: 'm', textCol: 'm.content', dateCol: 'm.created_at', ...memoryWhere(b, 'm'),
+    from: 'memory_message m join memory_peer p on p.id = m.peer_id',
+    select: `select m.id, m.content as text, m.role, m.agent_id, m.audience, m.created_at, m.event_id, m.position, m.content_hash,
+        m.tsv::text as tsv, p.label as peer, se.label as session, hit.score
+      from hit join memory_message m on m.id = hit.id join memory_peer p on p.id = m.peer_id
+        join memory_session se on se.id = m.session_id`,
+  }, limit);
+}
+
+function claimSql(b: Boundary, m: Match, limit: number): Sql {
+  return build(m, {
+    alias: 'c', textCol: 'c.content', dateCol: 'c.valid_from', ...memoryWhere(b, 'c'),
+    from: 'memory_claim c join memory_peer p on p.id = c.peer_id',
+    select: `select c.id, c.content as text, c.authority, c.state, c.valid_from, c.agent_id, c.audience, c.tsv::text as tsv,
+        p.label as peer, se.label as session, hit.score
+      from hit join memory_claim c on c.id = hit.id join memory_peer p on p.id = c.peer_id
+        left join memory_session se on se.id = c.session_id`,
+  }, limit);
+}
+
+type Row = Record<string, unknown> & { id: string; text: string; tsv: string | null; score: number | string };
+const iso = (d: unknown) => new Date(d as string).toISOString();
+const normHash = (t: string) => createHash('sha256').update(t.normalize('NFC').replace(/\s+/g, ' ').trim()).digest('hex');
+
+function toRecord(r: Row, via: Match['type']): Candidate {
+  return {
+    ref: { table: 'record', id: r.id }, kind: r.kind as EvidenceKind, text: r.text, contentHash: r.content_hash as string,
+    tsv: r.tsv, firstScore: Number(r.score), via, date: new Date(r.dated as string), authority: null,
+    origin: {
+      type: 'source', sourceId: r.source_id as string, title: (r.title as string) ?? null, url: (r.url as string) ?? null,
+      filename: (r.filename as string) ?? null, datedAt: (r.dated_at as string) ?? null,
+      span: { start: Number(r.start_offset), end: Number(r.end_offset) }, sectionPath: (r.section_path as string[]) ?? [],
+      page: r.page === null || r.page === undefined ? null : Number(r.page), audience: (r.audience as string) ?? null,
+    },
+  };
+}
+
+function toMessage(r: Row, via: Match['type']): Candidate {
+  return {
+    ref: { table: 'message', id: r.id }, kind: 'message', text: r.text, contentHash: r.content_hash as string,
+    tsv: r.tsv, firstScore: Number(r.score), via, date: new Date(r.created_at as string), authority: null,
+    origin: {
+      type: 'message', peer: r.peer as string, session: r.session as string, role: r.role as string,
+      agentId: (r.agent_id as string) ?? null, eventId: r.event_id as string, position: Number(r.position),
+      createdAt: iso(r.created_at), audience: (r.audience as string) ?? null,
+    },
+  };
+}
+
+function toClaim(r: Row, via: Match['type']): Candidate {
+  return {
+    ref: { table: 'claim', id: r.id }, kind: 'claim', text: r.text, contentHash: normHash(r.text),
+    tsv: r.tsv, firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
+    origin: {
+      type: 'claim', claimId: r.id, peer: r.peer as string, session: (r.session as string) ?? null, authority: r.authority as string,
+      state: r.state as string, validFrom: iso(r.valid_from), agentId: (r.agent_id as string) ?? null, audience: (r.audience as string) ?? null,
+    },
+  };
+}
+
+export type Tables = { records: boolean; messages: boolean; claims: boolean };
+
+/** Candidates from every table the boundary includes, fetched concurrently. */
+export async function fetchCandidates(em: EntityManager, b: Boundary, m: Match, limit: number, tables?: Partial<Tables>): Promise<Candidate[]> {
+  const want: Tables = { records: b.includeSources, messages: b.includeMemory, claims: b.includeMemory, ...tables };
+  const jobs: Promise<Candidate[]>[] = [];
+  const run = (sql: Sql, map: (r: Row, via: Match['type']) => Candidate) =>
+    bound<Row>(em, sql.text, sql.params).then((rows) => rows.map((r) => map(r, m.type)));
+  if (want.records && b.includeSources) jobs.push(run(recordSql(b, m, limit), toRecord));
+  if (want.messages && b.includeMemory) jobs.push(run(messageSql(b, m, limit), toMessage));
+  if (want.claims && b.includeMemory) jobs.push(run(claimSql(b, m, limit), toClaim));
+  return (await Promise.all(jobs)).flat();
+}
+
+/** The one candidate a citation names, if it is still inside the boundary. */
+export async function fetchCited(em: EntityManager, b: Boundary, ref: CitedRef): Promise<Candidate | null> {
+  const m: Match = { type: 'ids', ids: [ref.id] };
+  const tables: Tables = { records: ref.table === 'record', messages: ref.table === 'message', claims: ref.table === 'claim' };
+  const [found] = await fetchCandidates(em, b, m, 1, tables);
+  return found ?? null;
+}

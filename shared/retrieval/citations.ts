@@ -1,0 +1,68 @@
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { bound } from '../db/sql.ts';
+
+/**
+ * Citation handles: `cit_` + base64url(iv | AES-256-GCM(kind, row id) | tag), sealed with a secret kept
+ * in the database (query_secret) and bound to the account as additional authenticated data. A handle
+ * therefore opens only for the account that received it, reveals no internal id, and cannot be forged.
+ * The IV is derived from the content (HMAC), so the same evidence always gets the same handle.
+ */
+
+export type CitedRef = { table: 'record' | 'message' | 'claim'; id: string };
+
+const TABLE_CODE = { record: 1, message: 2, claim: 3 } as const;
+const CODE_TABLE = new Map<number, CitedRef['table']>(Object.entries(TABLE_CODE).map(([k, v]) => [v, k as CitedRef['table']]));
+
+// The key never changes once created; caching it per database saves a round trip per query.
+const keys = new Map<string, Promise<Buffer>>();
+
+async function loadKey(em: EntityManager): Promise<Buffer> {
+  await bound(em, 'insert into query_secret (id, key) values (1, ?) on conflict (id) do nothing', [randomBytes(32)]);
+  const [row] = await bound<{ key: Buffer }>(em, 'select key from query_secret where id = 1', []);
+  return row!.key;
+}
+
+export function citationKey(em: EntityManager): Promise<Buffer> {
+  const id = `${em.config.get('clientUrl') ?? ''}/${em.config.get('dbName') ?? ''}`;
+  let key = keys.get(id);
+  if (!key) {
+    key = loadKey(em.fork());
+    keys.set(id, key);
+    key.catch(() => keys.delete(id));
+  }
+  return key;
+}
+
+const uuidBytes = (id: string) => Buffer.from(id.replace(/-/g, ''), 'hex');
+const uuidText = (b: Buffer) => {
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+};
+
+export function sealCitation(key: Buffer, accountId: string, ref: CitedRef): string {
+  const plain = Buffer.concat([Buffer.from([TABLE_CODE[ref.table]]), uuidBytes(ref.id)]);
+  const aad = Buffer.from(accountId);
+  const iv = createHmac('sha256', key).update(aad).update(plain).digest().subarray(0, 12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(aad);
+  const body = Buffer.concat([cipher.update(plain), cipher.final()]);
+  return `cit_${Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64url')}`;
+}
+
+/** The evidence a handle names, or null when it is malformed, forged or sealed for another account. */
+export function openCitation(key: Buffer, accountId: string, handle: string): CitedRef | null {
+  if (!handle.startsWith('cit_')) return null;
+  const raw = Buffer.from(handle.slice(4), 'base64url');
+  if (raw.length !== 12 + 17 + 16) return null;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+    decipher.setAAD(Buffer.from(accountId));
+    decipher.setAuthTag(raw.subarray(29));
+    const plain = Buffer.concat([decipher.update(raw.subarray(12, 29)), decipher.final()]);
+    const table = CODE_TABLE.get(plain[0]!);
+    return table ? { table, id: uuidText(plain.subarray(1)) } : null;
+  } catch {
+    return null; // authentication failed: forged, altered or another account's handle
+  }
+}

@@ -1,0 +1,152 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { bound } from '../db/sql.ts';
+import type { Boundary } from './boundary.ts';
+import { fetchCandidates, type Candidate, type Match } from './candidates.ts';
+import { rank, type QueryTerms, type Scored, type Stats, type Strategy } from './ranking.ts';
+import { isStopWord, parseTsVector, words } from './text.ts';
+
+/**
+ * Retrieval, run once per query whatever the mode: candidates from every table the boundary includes,
+ * re-ranked by the preset's strategy.
+ *
+ * - efficient: one pass, few candidates, PostgreSQL's ts_rank_cd with the priors.
+ * - accuracy: more candidates, prefix expansion of the query terms, BM25 with proximity and phrase
+ *   order, idf-weighted coverage, and a trigram pass for query words that matched nothing (typos,
+ *   partial names).
+ * - bm25 (benchmark baseline only): plain BM25 over the full-text candidates, nothing else.
+ */
+
+export const PLANS: Record<Strategy, { candidates: number; expand: boolean; trigram: boolean }> = {
+  efficient: { candidates: 30, expand: false, trigram: false },
+  accuracy: { candidates: 120, expand: true, trigram: true },
+  bm25: { candidates: 120, expand: false, trigram: false },
+};
+
+export const EVIDENCE_LIMIT = 10;
+const DF_CAP = 1000;
+const MAX_QUERY_WORDS = 24;
+
+export type Retrieval = {
+  ranked: Scored[];
+  terms: QueryTerms;
+  candidates: number;
+  matchedTerms: string[];
+  unmatchedTerms: string[];
+  ms: number;
+};
+
+/** Query words usable in a tsquery (letters and digits), stop words removed, repeats removed. */
+export function queryWords(text: string): string[] {
+  return [...new Set(words(text).filter((w) => !isStopWord(w) && w.length > 1))].slice(0, MAX_QUERY_WORDS);
+}
+
+export function orQuery(ws: string[], expand: boolean): string {
+  return ws.map((w) => (expand && w.length >= 5 && !/\d/.test(w) ? `${w}:*` : w)).join(' | ');
+}
+
+async function analyze(em: EntityManager, text: string): Promise<QueryTerms> {
+  const [row] = await bound<{ qv: string }>(em, "select to_tsvector('english', ?)::text as qv", [text]);
+  const v = parseTsVector(row?.qv ?? null);
+  const lexemes = [...v.positions.entries()].sort((a, b) => Math.min(...a[1]) - Math.min(...b[1])).map(([l]) => l);
+  return { lexemes, positions: v.positions };
+}
+
+// Document frequencies change slowly and only steer ranking (never what is authorized), so each API
+// process keeps them for a minute instead of counting them on every query.
+const STATS_TTL_MS = 60_000;
+const STATS_MAX_ENTRIES = 20_000;
+const dfCache = new Map<string, { df: number; at: number }>();
+let corpusSize: { n: number; at: number } | null = null;
+
+async function statistics(em: EntityManager, accountId: string, lexemes: string[]): Promise<Stats> {
+  const now = Date.now();
+  const df = new Map<string, number>();
+  const missing: string[] = [];
+  const sizeCached = corpusSize !== null && now - corpusSize.at < STATS_TTL_MS;
+  for (const l of lexemes) {
+    const hit = dfCache.get(`${accountId}:${l}`);
+    if (hit && now - hit.at < STATS_TTL_MS) df.set(l, hit.df);
+    else missing.push(l);
+  }
+  const [counts, size] = await Promise.all([
+    missing.length
+      ? bound<{ lex: string; df: number }>(
+          em,
+          `select l.lex, (select count(*) from (select 1 from record r where r.account_id = ? and r.tsv @@ quote_literal(l.lex)::tsquery
+              limit ${DF_CAP}) x)::int as df
+             from unnest(?::text[]) l(lex)`,
+          [accountId, missing],
+        )
+      : Promise.resolve([]),
+    // The planner's row estimate: an approximate corpus size is enough for idf, and costs no scan.
+    sizeCached
+      ? Promise.resolve([{ n: corpusSize!.n }])
+      : bound<{ n: number }>(em, "select greatest(reltuples, 0)::bigint as n from pg_class where relname = 'record'", []),
+  ]);
+  if (dfCache.size > STATS_MAX_ENTRIES) dfCache.clear();
+  for (const c of counts) {
+    df.set(c.lex, Number(c.df));
+    dfCache.set(`${accountId}:${c.lex}`, { df: Number(c.df), at: now });
+  }
+  const n = Number(size[0]?.n ?? 0);
+  if (!sizeCached) corpusSize = { n, at: now };
+  const docs = Math.max(n, DF_CAP * 2, ...[...df.values()].map((d) => d * 2));
+  return { docs, df, avgLength: 0 };
+}
+
+function withAverageLength(stats: Stats, cands: Candidate[]): Stats {
+  const lengths = cands.map((c) => parseTsVector(c.tsv).length);
+  return { ...stats, avgLength: lengths.length ? lengths.reduce((a, b) => a + b, 0) / lengths.length : 1 };
+}
+
+export async function retrieve(
+  em: EntityManager,
+  boundary: Boundary,
+  query: string | undefined,
+  strategy: Strategy,
+  opts: { recordsOnly?: boolean } = {},
+): Promise<Retrieval> {
+  const started = performance.now();
+  const plan = PLANS[strategy];
+  const tables = opts.recordsOnly ? { messages: false, claims: false } : undefined;
+  const ws = query ? queryWords(query) : [];
+  if (!query || ws.length === 0) {
+    // Scoped context without a query (or a query of stop words only): the most recent content in scope.
+    const cands = query ? [] : await fetchCandidates(em, boundary, { type: 'recent' }, plan.candidates, tables);
+    const terms = { lexemes: [], positions: new Map() };
+    const ranked = rank(cands, terms, { docs: 1, df: new Map(), avgLength: 1 }, 'efficient');
+    return { ranked, terms, candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
+  }
+  const match: Match = { type: 'fts', tsquery: orQuery(ws, plan.expand) };
+  const needStats = strategy !== 'efficient';
+  const analyzed = analyze(em, query);
+  const [terms, first, stats0] = await Promise.all([
+    analyzed,
+    fetchCandidates(em, boundary, match, plan.candidates, tables),
+    needStats ? analyzed.then((t) => statistics(em, boundary.accountId, t.lexemes)) : Promise.resolve(null),
+  ]);
+  let cands = first;
+  const present = new Set<string>();
+  for (const c of cands) for (const l of parseTsVector(c.tsv).positions.keys()) present.add(l);
+  const unmatched = terms.lexemes.filter((l) => !present.has(l));
+  if (plan.trigram && unmatched.length) {
+    // Name-like words (capitalised or with digits in the query) whose lexeme matched nothing: look for
+    // near spellings (misspelt names, identifiers) by trigram word similarity.
+    const nameLike = new Set(words(query.replace(/\b[\p{Ll}][\p{Ll}]*\b/gu, ' ')).concat(ws.filter((w) => /\d/.test(w))));
+    const fuzzy = ws
+      .filter((w) => w.length >= 4 && nameLike.has(w) && unmatched.some((l) => w.startsWith(l) || l.startsWith(w)))
+      .slice(0, 2);
+    const extra = await Promise.all(fuzzy.map((term) => fetchCandidates(em, boundary, { type: 'trgm', term }, 20, tables)));
+    cands = cands.concat(extra.flat());
+  }
+  const stats = withAverageLength(stats0 ?? { docs: 1, df: new Map(), avgLength: 1 }, cands);
+  const ranked = rank(cands, terms, stats, strategy);
+  return {
+    ranked,
+    terms,
+    candidates: cands.length,
+    matchedTerms: terms.lexemes.filter((l) => present.has(l)),
+    unmatchedTerms: unmatched,
+    ms: performance.now() - started,
+  };
+}

@@ -1,0 +1,104 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../../../shared/auth/api-keys.ts';
+import type { Scope } from '../../../shared/contracts/account.ts';
+import { createTestAccount, type Json } from '../../helpers/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
+import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';
+import { memoryRows } from '../../helpers/memory-rows.ts';
+import { testTemporalClient } from '../../helpers/services.ts';
+
+// The query_context tool with the MCP SDK's own client over Streamable HTTP: the same query engine as
+// POST /v1/query (memory rows written with SQL, as the memory routes land on another branch).
+
+let db: TestDatabase;
+let stack: McpStack;
+const temporal = testTemporalClient();
+const keys: Record<string, string> = {};
+
+async function key(accountId: string, scopes: Scope[]) {
+  return (await createApiKey(db.orm.em.fork(), accountId, { name: 'k', scopes, maxPreset: 'accuracy' })).secret;
+}
+
+const connect = async (bearer: string) => {
+  const c = new Client({ name: 'query-test', version: '1.0.0' });
+  await c.connect(new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }));
+  return c;
+};
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  stack = await startMcpStack({ orm: db.orm, temporal });
+  const a = await createTestAccount(db.orm);
+  const b = await createTestAccount(db.orm);
+  const mem = memoryRows(db.orm);
+  const peer = await mem.peer(a.id, 'dana');
+  const session = await mem.session(a.id, 'trip');
+  await mem.message(a.id, { peerId: peer, sessionId: session, content: 'Dana booked the ferry to Skarholm for the ninth of June.' });
+  await mem.claim(a.id, { peerId: peer, sessionId: session, content: 'Dana travels to Skarholm by ferry.' });
+  keys.full = await key(a.id, ['query', 'query.answer', 'memory.read']);
+  keys.queryOnly = await key(a.id, ['query']);
+  keys.readOnly = await key(a.id, ['memory.read']);
+  keys.other = await key(b.id, ['query', 'query.answer']);
+});
+afterAll(async () => {
+  await stack?.close();
+  await temporal.close();
+  await db?.drop();
+});
+
+describe('query_context', () => {
+  it('is listed with its input schema and returns cited context as structured content and text', async () => {
+    const c = await connect(keys.full!);
+    const { tools } = await c.listTools();
+    const tool = tools.find((t) => t.name === 'query_context');
+    expect(tool?.inputSchema).toMatchObject({ type: 'object', properties: { query: { type: 'string' }, mode: { enum: ['evidence', 'context', 'answer'] } } });
+    const r = await c.callTool({ name: 'query_context', arguments: { query: 'When does Dana take the ferry to Skarholm?' } });
+    expect(r.isError).toBeFalsy();
+    const data = r.structuredContent as Json;
+    expect(data).toMatchObject({ schemaVersion: 'service-query-result-v1', mode: 'context', execution: 'ready' });
+    expect(data.context.text).toContain('ninth of June');
+    const handle = data.evidence.find((e: Json) => e.text.includes('ninth of June')).citationHandle;
+    expect((r.content as { text: string }[])[0]!.text).toContain(handle);
+
+    const exact = await c.callTool({ name: 'query_context', arguments: { mode: 'evidence', citationHandle: handle } });
+    expect((exact.structuredContent as Json).evidence[0].text).toContain('ninth of June');
+    const answer = await c.callTool({ name: 'query_context', arguments: { mode: 'answer', query: 'When is Dana\'s ferry to Skarholm booked?' } });
+    expect((answer.structuredContent as Json).answer).toMatchObject({ disposition: 'partial' });
+    await c.close();
+  });
+
+  it('an idempotencyKey makes a retry replay; the same key with another query is a tool error', async () => {
+    const c = await connect(keys.full!);
+    const args = { query: 'ferry Skarholm', mode: 'evidence', idempotencyKey: 'mcp-replay-key-1' };
+    const first = (await c.callTool({ name: 'query_context', arguments: args })).structuredContent as Json;
+    const again = (await c.callTool({ name: 'query_context', arguments: args })).structuredContent as Json;
+    expect(again.evidence).toEqual(first.evidence);
+    expect(again.operation.replayed).toBe(true);
+    const conflict = await c.callTool({ name: 'query_context', arguments: { ...args, query: 'other' } });
+    expect(conflict.structuredContent).toMatchObject({ error: { code: 'idempotency_conflict' } });
+    await c.close();
+  });
+
+  it('missing scopes, invalid combinations and another account return no data', async () => {
+    const noQuery = await connect(keys.readOnly!);
+    const refused = await noQuery.callTool({ name: 'query_context', arguments: { query: 'ferry Skarholm' } });
+    expect(refused).toMatchObject({ isError: true, structuredContent: { error: { code: 'forbidden' } } });
+    expect(JSON.stringify(refused)).not.toContain('ninth');
+
+    const q = await connect(keys.queryOnly!);
+    const answer = await q.callTool({ name: 'query_context', arguments: { mode: 'answer', query: 'ferry Skarholm' } });
+    expect(answer).toMatchObject({ isError: true, structuredContent: { error: { code: 'query_answer_not_authorized' } } });
+    const invalid = await q.callTool({ name: 'query_context', arguments: { mode: 'context', query: 'x', citationHandle: `cit_${'a'.repeat(60)}` } });
+    expect(invalid).toMatchObject({ isError: true, structuredContent: { error: { code: 'validation_error' } } });
+
+    const other = await connect(keys.other!);
+    const foreign = await other.callTool({ name: 'query_context', arguments: { query: 'When does Dana take the ferry to Skarholm?' } });
+    expect(foreign.isError).toBeFalsy();
+    expect(JSON.stringify(foreign)).not.toContain('ninth of June');
+    const peer = await other.callTool({ name: 'query_context', arguments: { query: 'ferry', peer_ids: ['dana'] } });
+    expect(peer).toMatchObject({ isError: true, structuredContent: { error: { code: 'forbidden' } } });
+    for (const c of [noQuery, q, other]) await c.close();
+  });
+});

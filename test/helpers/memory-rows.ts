@@ -1,0 +1,53 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Orm } from '../../shared/db/orm.ts';
+import { bound } from '../../shared/db/sql.ts';
+
+// Native-memory rows written with SQL, for query tests that run before the memory routes exist on this
+// branch. The columns and semantics are those of migration 0006: a message is retrievable once
+// `available`; a claim when `state = 'current'` and `eligibility = 'eligible'`.
+
+const hash = (t: string) => createHash('sha256').update(t.replace(/\s+/g, ' ').trim()).digest('hex');
+
+export function memoryRows(orm: Orm) {
+  const em = () => orm.em.fork();
+  const label = async (table: 'memory_peer' | 'memory_session', accountId: string, name: string) => {
+    const id = randomUUID();
+    await bound(em(), `insert into ${table} (id, account_id, label) values (?, ?, ?) on conflict do nothing`, [id, accountId, name]);
+    const [row] = await bound<{ id: string }>(em(), `select id from ${table} where account_id = ? and label = ?`, [accountId, name]);
+    return row!.id;
+  };
+  return {
+    peer: (accountId: string, name: string) => label('memory_peer', accountId, name),
+    session: (accountId: string, name: string) => label('memory_session', accountId, name),
+    async message(
+      accountId: string,
+      m: { peerId: string; sessionId: string; content: string; available?: boolean; agentId?: string; audience?: string; createdAt?: Date },
+    ) {
+      const eventId = randomUUID();
+      await bound(em(), `insert into memory_event (id, account_id, kind, status) values (?, ?, 'add_messages', 'succeeded')`, [eventId, accountId]);
+      const id = randomUUID();
+      await bound(
+        em(),
+        `insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, agent_id, audience, available, created_at, content_hash)
+         values (?, ?, ?, ?, ?, 0, 'user', ?, ?, ?, ?, ?, ?)`,
+        [id, accountId, m.peerId, m.sessionId, eventId, m.content, m.agentId ?? null, m.audience ?? null, m.available ?? true,
+          m.createdAt ?? new Date(), hash(m.content)],
+      );
+      return { id, eventId };
+    },
+    async claim(
+      accountId: string,
+      c: { peerId: string; sessionId?: string; content: string; authority?: string; state?: string; eligibility?: string; validFrom?: Date },
+    ) {
+      const id = randomUUID();
+      await bound(
+        em(),
+        `insert into memory_claim (id, account_id, peer_id, session_id, content, state, authority, eligibility, support_status, head_revision, valid_from)
+         values (?, ?, ?, ?, ?, ?, ?, ?, 'supported', ?, ?)`,
+        [id, accountId, c.peerId, c.sessionId ?? null, c.content, c.state ?? 'current', c.authority ?? 'inferred',
+          c.eligibility ?? 'eligible', `rev-${randomUUID()}`, c.validFrom ?? new Date()],
+      );
+      return id;
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { extractiveAnswer } from '../../shared/answer/extractive.ts';
+import { citedSentences } from '../../shared/answer/provider.ts';
+import { isSupported } from '../../shared/answer/support.ts';
+import { ConfigError, loadConfig } from '../../shared/config.ts';
+import { QueryRequest } from '../../shared/contracts/query.ts';
+import { findConflicts } from '../../shared/query/result.ts';
+import { requestHash } from '../../shared/query/operations.ts';
+import { openCitation, sealCitation } from '../../shared/retrieval/citations.ts';
+import { bm25, proximity } from '../../shared/retrieval/ranking.ts';
+import { parseTsVector } from '../../shared/retrieval/text.ts';
+
+describe('citation handles', () => {
+  const key = randomBytes(32);
+  const account = randomUUID();
+  const ref = { table: 'record' as const, id: randomUUID() };
+
+  it('open only for the account they were sealed for, are stable, and reveal no id', () => {
+    const h = sealCitation(key, account, ref);
+    expect(h).toMatch(/^cit_[A-Za-z0-9_-]{60}$/);
+    expect(sealCitation(key, account, ref)).toBe(h);
+    expect(h).not.toContain(ref.id.replace(/-/g, '').slice(0, 8));
+    expect(openCitation(key, account, h)).toEqual(ref);
+    expect(openCitation(key, randomUUID(), h)).toBeNull();
+    expect(openCitation(randomBytes(32), account, h)).toBeNull();
+    const flipped = h.slice(0, 10) + (h[10] === 'A' ? 'B' : 'A') + h.slice(11);
+    expect(openCitation(key, account, flipped)).toBeNull();
+    expect(openCitation(key, account, 'cit_short')).toBeNull();
+  });
+});
+
+describe('request rules', () => {
+  it('query may be omitted only for scoped context or citation lookup', () => {
+    const base = { idempotencyKey: 'k'.repeat(8) };
+    expect(QueryRequest.safeParse({ ...base, mode: 'context', peer_ids: ['p'] }).success).toBe(true);
+    expect(QueryRequest.safeParse({ ...base, mode: 'evidence', citationHandle: `cit_${'a'.repeat(20)}` }).success).toBe(true);
+    expect(QueryRequest.safeParse({ ...base, mode: 'evidence', peer_ids: ['p'] }).success).toBe(false);
+    expect(QueryRequest.safeParse({ ...base, mode: 'evidence', query: '   ' }).success).toBe(false);
+  });
+
+  it('hashes requests independently of key order and undefined fields', () => {
+    expect(requestHash({ a: 1, b: [1, 2], c: undefined })).toBe(requestHash({ b: [1, 2], a: 1 }));
+    expect(requestHash({ a: 1 })).not.toBe(requestHash({ a: 2 }));
+  });
+});
+
+describe('ranking', () => {
+  const stats = { docs: 1000, df: new Map([['launch', 10], ['codenam', 5]]), avgLength: 10 };
+  const q = { lexemes: ['launch', 'codenam'], positions: new Map([['launch', [1]], ['codenam', [2]]]) };
+
+  it('scores adjacent terms in query order above scattered ones', () => {
+    const near = parseTsVector("'launch':3 'codenam':4 'project':6");
+    const far = parseTsVector("'codenam':1 'launch':9 'project':6");
+    expect(proximity(near, q)).toBeGreaterThan(proximity(far, q));
+    expect(bm25(near, q, stats)).toBeGreaterThan(0);
+    expect(bm25(parseTsVector("'other':1"), q, stats)).toBe(0);
+  });
+});
+
+describe('answers and validation', () => {
+  const ev = [{ citationHandle: 'cit_a', label: 'doc', text: 'Project Wren was founded in 1987. The launch codename of project Wren is quasar12.' }];
+
+  it('the extractive answerer quotes and cites only supporting sentences', () => {
+    expect(extractiveAnswer('What is the launch codename of project Wren?', ev)).toEqual([
+      { text: 'The launch codename of project Wren is quasar12.', citations: ['cit_a'] },
+    ]);
+    expect(extractiveAnswer('Who painted the ceiling?', ev)).toEqual([]);
+  });
+
+  it('support needs the cited words and every number', () => {
+    expect(isSupported('The launch codename of project Wren is quasar12.', [ev[0]!.text])).toBe(true);
+    expect(isSupported('The launch codename of project Wren is quasar13.', [ev[0]!.text])).toBe(false);
+    expect(isSupported('Project Wren has a large budget and many volunteers.', [ev[0]!.text])).toBe(false);
+  });
+
+  it('provider sentences keep their markers, including markers after the full stop', () => {
+    expect(citedSentences('First claim [cit_aaaaaaaaaaaaaaaa]. Second claim. [cit_bbbbbbbbbbbbbbbb] Third.')).toEqual([
+      { text: 'First claim.', citations: ['cit_aaaaaaaaaaaaaaaa'] },
+      { text: 'Second claim.', citations: ['cit_bbbbbbbbbbbbbbbb'] },
+      { text: 'Third.', citations: [] },
+    ]);
+  });
+
+  it('finds "X is Y" statements that disagree', () => {
+    const mk = (h: string, text: string) => ({ citationHandle: h, kind: 'fact' as const, text, score: 1, rank: 1, label: 'x', origin: {} as never });
+    const c = findConflicts([mk('cit_1', 'The harbour code of project Wren is red.'), mk('cit_2', 'The harbour code of project Wren is blue.'), mk('cit_3', 'The vault of project Wren is old.')]);
+    expect(c).toEqual([{ topic: expect.any(String), citationHandles: ['cit_1', 'cit_2'], statements: expect.any(Array) }]);
+  });
+});
+
+describe('answer provider configuration', () => {
+  it('openai needs a URL and a model; the default is the built-in answerer', () => {
+    expect(loadConfig({}).query.answer).toEqual({ mode: 'builtin' });
+    expect(() => loadConfig({ ANSWER_PROVIDER: 'openai', ANSWER_PROVIDER_MODEL: 'm' })).toThrow(ConfigError);
+    expect(() => loadConfig({ ANSWER_PROVIDER: 'openai', ANSWER_PROVIDER_URL: 'http://127.0.0.1:1/v1' })).toThrow(/ANSWER_PROVIDER_MODEL/);
+    expect(loadConfig({ ANSWER_PROVIDER: 'openai', ANSWER_PROVIDER_URL: 'http://127.0.0.1:1/v1', ANSWER_PROVIDER_MODEL: 'm' }).query.answer)
+      .toMatchObject({ mode: 'openai', model: 'm', maxCredits: 2, tokensPerCredit: 2000, timeoutMs: 30_000 });
+  });
+});
