@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFile, stat, writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -492,5 +493,18 @@ describe('cairn command line', () => {
     expect((await cairn(h, ['nope'])).code).toBe(64);
     expect((await cairn(h, ['jobs', '--bogus'])).code).toBe(64);
     expect((await cairn(h, ['jobs', 'show'])).code).toBe(64);
+  });
+
+  it('runs as `npx cairn` from the checkout (npm puts the project\'s Node 24 on PATH)', async () => {
+    const h = await home();
+    const child = spawn('npx', ['--no', 'cairn', 'whoami', '--json'], {
+      cwd: path.resolve(import.meta.dirname, '../..'),
+      env: { PATH: process.env.PATH ?? '', ...h.env, CAIRN_BASE_URL: api.baseUrl },
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect(code).toBe(64);
+    expect(stderr).toContain(`cairn: usage_error: not signed in to ${api.baseUrl}`);
   });
 });
