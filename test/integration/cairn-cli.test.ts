@@ -131,6 +131,14 @@ describe('cairn login, whoami, logout', () => {
     expect(who.stdout).toContain('API key:   none configured');
     const whoJson = await cairn(h, ['whoami', '--json']);
     expect(whoJson.json).toMatchObject({ baseUrl: api.baseUrl, session: { schemaVersion: 'service-cli-auth-v1', signedIn: true, account: { email: account.email } }, apiKey: null });
+
+    // Signing in again replaces the stored session and ends the previous one on the service.
+    const first = (await readConfig(h)).sessions[api.baseUrl].token;
+    expect((await login(h)).code).toBe(0);
+    const second = (await readConfig(h)).sessions[api.baseUrl].token;
+    expect(second).not.toBe(first);
+    expect((await client.get('/v1/auth/cli/session', { as: { bearer: first } })).status).toBe(401);
+    expect((await client.get('/v1/auth/cli/session', { as: { bearer: second } })).status).toBe(200);
   });
 
   it('honours slow_down: polls less often, then completes', async () => {

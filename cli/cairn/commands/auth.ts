@@ -72,6 +72,9 @@ export const loginCommand = defineCommand({
       c.baseUrl = settings.baseUrl;
       c.sessions = { ...c.sessions, [settings.baseUrl]: session };
     });
+    // Signing in again replaces the stored session: end the previous one on the service too, so no
+    // forgotten token stays valid (best effort: it may have expired already).
+    if (settings.session) await apiClient(settings.baseUrl, settings.session.token).delete('/v1/auth/cli/session').catch(() => {});
     // The token itself is never printed: it lives only in the config file.
     const result = { signedIn: true, baseUrl: settings.baseUrl, account: signedIn.account, expiresAt: session.expiresAt, configFile };
     out.result(result, () => `Signed in to ${settings.baseUrl} as ${session.email}.\nThe CLI session lasts until ${when(session.expiresAt)} and is stored in ${configFile}.`);
