@@ -31,6 +31,12 @@ Every command takes --base-url URL (else CAIRN_BASE_URL, else the config file) a
 document on stdout); commands that use an API key take --api-key KEY (else CAIRN_API_KEY, else the
 config file). \`cairn <command> --help\` shows one command.`;
 
+// `cairn jobs | head -1`: a reader that stops early is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(process.exitCode ?? 0);
+});
+
 async function main(): Promise<void> {
   const found = commandFromArgv(USAGE, commands, process.argv.slice(2));
   if (!found) return;
