@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dispatch, type CommandSpec } from '../../cli/lib/dispatch.ts';
+import { renderQueryResult } from '../../cli/cairn/commands/query.ts';
 import { findObjects, renderPage, table, tree } from '../../cli/cairn/output.ts';
 
 const cmd = (name: string, positionals?: string[]): CommandSpec => ({
@@ -53,5 +54,37 @@ describe('output', () => {
 
   it('table pads columns', () => {
     expect(table(['A', 'BB'], [['xxx', null], ['y', ['p', 'q']]])).toBe('A    BB\nxxx  -\ny    p,q');
+  });
+});
+
+describe('query result rendering', () => {
+  it('shows the answer, context, evidence and citations with their handles, whatever other fields they carry', () => {
+    const result = {
+      schemaVersion: 'service-query-result-v1', mode: 'answer', execution: 'ready', resolvedPreset: 'accuracy',
+      coverage: { status: 'partial', returned: 1 }, stopReason: 'evidence_limit',
+      answer: { disposition: 'partial', text: 'About 47 storms a year [cit_a1].', answerer: 'builtin-extractive' },
+      context: { text: '[cit_a1] The keeper logs 47 storms a year.', fragments: [], truncated: false },
+      evidence: [{ citationHandle: 'cit_a1', kind: 'excerpt', text: 'The keeper logs\n47 storms a year.', rank: 1 }],
+      citations: [{ citationHandle: 'cit_a1', kind: 'excerpt', label: 'Skerrow Point notes', usedBy: 'answer' }],
+      limitations: [], gaps: [{ code: 'term_unmatched', message: 'No evidence for "gales".' }], conflicts: [],
+    };
+    const text = renderQueryResult(result, new Headers({ 'x-service-credit-cost': '1', 'x-service-credit-remaining': '99' }));
+    expect(text).toBe([
+      'mode answer · execution ready · preset accuracy · coverage partial · stop reason evidence_limit',
+      '',
+      'Answer (partial):\n  About 47 storms a year [cit_a1].\n  answerer: builtin-extractive',
+      '',
+      'Context:\n  [cit_a1] The keeper logs 47 storms a year.',
+      '',
+      'Context details:\n  truncated: false',
+      '',
+      'Evidence:\n  [1] cit_a1  The keeper logs 47 storms a year.\n        kind: excerpt\n        rank: 1',
+      '',
+      'Citations:\n  [1] cit_a1  Skerrow Point notes\n        kind: excerpt\n        usedBy: answer',
+      '',
+      'Gaps:\n  [1]  No evidence for "gales".\n        code: term_unmatched',
+      '',
+      'Credits: 1 spent, 99 remaining.',
+    ].join('\n'));
   });
 });

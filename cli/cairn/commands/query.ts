@@ -40,7 +40,13 @@ const section = (title: string, value: unknown): string | null => {
   return `${title}:\n${tree(value, 2)}`;
 };
 
-const brief = (v: unknown) => (v === null || v === undefined ? null : typeof v === 'object' ? JSON.stringify(v) : String(v));
+/** A status value in one word: an object's own `status` when it has one (coverage), else compact JSON. */
+const brief = (v: unknown): string | null => {
+  if (v === null || v === undefined) return null;
+  if (typeof v !== 'object') return String(v);
+  const status = (v as { status?: unknown }).status;
+  return typeof status === 'string' ? status : JSON.stringify(v);
+};
 
 export function renderQueryResult(r: Json, headers: Headers): string {
   const status = [
