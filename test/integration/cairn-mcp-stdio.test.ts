@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -7,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type McpTool } from '../../api/mcp/tools/registry.ts';
 import { ApiClient, createKey, createTestAccount, signIn, type CreatedKey } from '../helpers/accounts.ts';
+import { CAIRN, cairnHome, runCairn } from '../helpers/cairn.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../helpers/mcp.ts';
 import { testTemporalClient } from '../helpers/services.ts';
@@ -14,8 +13,6 @@ import { testTemporalClient } from '../helpers/services.ts';
 // `cairn mcp` (stdio) driven by the MCP SDK's StdioClientTransport: a real child process talking to
 // the real API over HTTP. Its tools are the hosted endpoint's tools, forwarded, so they are compared
 // with what the hosted endpoint lists.
-
-const CLI = path.resolve(import.meta.dirname, '../../cli/cairn.ts');
 
 const echo = defineTool({
   name: 'echo_word',
@@ -59,7 +56,7 @@ afterAll(async () => {
 const stdioClient = async (env: Record<string, string>) => {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [CLI, 'mcp'],
+    args: [CAIRN, 'mcp'],
     env: { PATH: process.env.PATH ?? '', ...env },
     stderr: 'pipe',
   });
@@ -68,17 +65,15 @@ const stdioClient = async (env: Record<string, string>) => {
   return client;
 };
 
-/** Runs `cairn ...` to completion (for the failure cases), returning exit code and stderr. */
-const run = (args: string[], env: Record<string, string>) =>
-  new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stderr = '';
-    let stdout = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    child.stdout.on('data', (d) => (stdout += d));
-    child.on('close', (code) => resolve({ code, stderr, stdout }));
-    child.stdin.end();
-  });
+/** Runs `cairn ...` to completion (for the failure cases), in an empty config directory. */
+const run = async (args: string[], env: Record<string, string>) => {
+  const home = await cairnHome();
+  try {
+    return await runCairn(args, { ...home.env, ...env });
+  } finally {
+    await home.remove();
+  }
+};
 
 describe('cairn mcp (stdio)', () => {
   it('serves the hosted endpoint\'s tools, with the same schemas and descriptions, and calls them with the key', async () => {
@@ -101,7 +96,8 @@ describe('cairn mcp (stdio)', () => {
   it('a missing or malformed CAIRN_API_KEY is a usage error (exit 64) before anything is served', async () => {
     const missing = await run(['mcp'], { CAIRN_BASE_URL: stack.baseUrl });
     expect(missing.code).toBe(64);
-    expect(missing.stderr).toContain('CAIRN_API_KEY is not set');
+    expect(missing.stderr).toContain('usage_error: no API key');
+    expect(missing.stderr).toContain('CAIRN_API_KEY');
     expect(missing.stdout).toBe('');
     expect((await run(['mcp'], { CAIRN_API_KEY: 'sk-something', CAIRN_BASE_URL: stack.baseUrl })).code).toBe(64);
   });
