@@ -28,6 +28,10 @@ import { cliAuthRoutes } from './routes/cli-auth/index.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health/index.ts';
 import { ingestJobRoutes } from './routes/ingest/jobs.ts';
 import { ingestSubmitRoutes } from './routes/ingest/submit.ts';
+import { memoryClaimRoutes } from './routes/memory/claims.ts';
+import { memoryConversationRoutes } from './routes/memory/conversation.ts';
+import { memoryEventRoutes } from './routes/memory/events.ts';
+import { memoryLabelRoutes } from './routes/memory/labels.ts';
 
 export type AppDeps = {
   config: Config;
@@ -90,6 +94,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(ingestJobRoutes);
     await app.register(ingestSubmitRoutes, { config: deps.config, temporal: deps.temporal });
     await app.register(connectedAppRoutes);
+    for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
+      await app.register(routes, { config: deps.config, temporal: deps.temporal });
+    }
     const provider = deps.oauth?.provider;
     if (provider) {
       await app.register(oauthProviderRoutes, { provider });

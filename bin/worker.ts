@@ -47,6 +47,7 @@ runMain(async () => {
           namespace: config.temporal.namespace,
           taskQueue: config.temporal.taskQueue,
           ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs },
+          memoryDeriver: config.memory.deriver,
           metrics,
           workflowBundle,
         });

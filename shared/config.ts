@@ -103,6 +103,10 @@ const envSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
+  MEMORY_DERIVER_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  MEMORY_DERIVER_MODEL: optionalString,
+  MEMORY_DERIVER_API_KEY: optionalString,
+  MEMORY_DERIVER_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
 });
 
 export type Config = {
@@ -163,6 +167,8 @@ export type Config = {
   };
   /** Prometheus metrics: bearer token for the API's /metrics (unset = loopback clients only); worker port (0 = off). */
   ops: { metricsToken: string | undefined; workerMetricsPort: number };
+  /** Native memory: the optional OpenAI-compatible claim deriver (null = the built-in rules). */
+  memory: { deriver: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number } | null };
   accountDefaults: {
     monthlyCredits: number;
     onboardingCredits: number;
@@ -251,6 +257,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       refreshTokenTtlSeconds: e.OAUTH_REFRESH_TOKEN_TTL_DAYS * 86_400,
     },
     ops: { metricsToken: e.METRICS_TOKEN, workerMetricsPort: e.WORKER_METRICS_PORT },
+    memory: {
+      deriver: e.MEMORY_DERIVER_BASE_URL
+        ? { baseUrl: e.MEMORY_DERIVER_BASE_URL, model: e.MEMORY_DERIVER_MODEL ?? 'gpt-4o-mini', apiKey: e.MEMORY_DERIVER_API_KEY, timeoutMs: e.MEMORY_DERIVER_TIMEOUT_SECONDS * 1000 }
+        : null,
+    },
     accountDefaults: {
       monthlyCredits: e.DEFAULT_MONTHLY_CREDITS,
       onboardingCredits: e.DEFAULT_ONBOARDING_CREDITS,
