@@ -10,7 +10,7 @@ const PATTERNS: { re: RegExp; what: string }[] = [
   { re: /\b(developer|god|jailbreak|dan) mode\b|\bjailbreak\b/i, what: 'asks for a jailbreak mode' },
   { re: /\b(reveal|print|show|repeat|output|leak)\b[^.!?\n]{0,40}\b(system prompt|hidden prompt|instructions|api keys?|secrets?|passwords?)\b/i, what: 'asks to reveal a prompt or secrets' },
   { re: /(^|[\s"'>\]])(system|assistant|developer)\s*:\s*\S/i, what: 'impersonates a system or assistant turn' },
-  { re: /<\/?\s*(system|assistant|im_start|im_end)\b|\[\/?(INST|SYS)\]|<<SYS>>/i, what: 'contains chat-template control markup' },
+  { re: /<\/?\s*(system|assistant|im_start|im_end)\b|<\|im_(start|end)\|>|\[\/?(INST|SYS)\]|<<SYS>>/i, what: 'contains chat-template control markup' },
   { re: /\bgrant (me |yourself )?(scope|access|admin|permission)/i, what: 'asks to grant permissions' },
   { re: /\brespond only with\b|\bdo not (tell|inform) the user\b/i, what: 'dictates the assistant\'s output' },
 ];
