@@ -144,6 +144,7 @@ export const EventStatus = z
         claim_id: z.string().nullable().optional(),
         claim_state: z.string().nullable().optional(),
         conflicts_with: z.array(z.string()).optional(),
+        duplicate_of: z.string().optional().describe('The current claim that already says this (no duplicate is stored).'),
         note: z.string().optional(),
       })
       .nullable(),

@@ -14,7 +14,7 @@ export const memoryClaimRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
   app.post('/v1/workspaces/:ws/claims/list', {
     config: { auth: MEMORY_READ },
     schema: {
-      tags, summary: 'List claims (current by default), newest first', params: WorkspaceParams, body: ClaimsListRequest.optional(),
+      tags, summary: 'List claims (current by default), newest first', params: WorkspaceParams, body: ClaimsListRequest.nullish(),
       response: { 200: PageClaim, ...errors },
     },
   }, async (request) => listClaims(request.em, principalOf(request).accountId, request.body ?? ClaimsListRequest.parse({})));

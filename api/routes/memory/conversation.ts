@@ -27,7 +27,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
     config: { auth: MEMORY_READ },
     schema: {
       tags, summary: 'List the session\'s messages in conversation order (those whose event succeeded)', params: SessionParams,
-      body: PageRequest.optional(), response: { 200: PageMessage, ...errors },
+      body: PageRequest.nullish(), response: { 200: PageMessage, ...errors },
     },
   }, async (request) => listMessages(request.em, principalOf(request).accountId, request.params.s, request.body ?? { limit: 20 }));
 

@@ -19,7 +19,7 @@ export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
 
   app.post('/v1/workspaces/list', {
     config: { auth: MEMORY_READ },
-    schema: { tags, summary: 'List workspaces', body: PageRequest.optional(), response: { 200: PageWorkspace, ...errors } },
+    schema: { tags, summary: 'List workspaces', body: PageRequest.nullish(), response: { 200: PageWorkspace, ...errors } },
   }, async () => ({
     schemaVersion: 'service-memory-page-v1' as const,
     items: [{ id: 'default' as const }],
@@ -41,7 +41,7 @@ export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
     app.post(`/v1/workspaces/:ws/${plural}/list`, {
       config: { auth: MEMORY_READ },
       schema: {
-        tags, summary: `List ${plural} in label order (cursor pages)`, params: WorkspaceParams, body: PageRequest.optional(),
+        tags, summary: `List ${plural} in label order (cursor pages)`, params: WorkspaceParams, body: PageRequest.nullish(),
         response: { 200: kind === 'peer' ? PagePeer : PageSession, ...errors },
       },
     }, async (request) => listLabels(request.em, principalOf(request).accountId, kind, request.body ?? { limit: 20 }));
