@@ -75,7 +75,8 @@ const listClaimsTool = defineTool({
   name: 'list_claims',
   title: 'List claims',
   description: 'Lists claims, newest first: current ones by default, or pending_review proposals, or withdrawn ones. Narrow by peer and/or session. Each claim carries the head_revision needed to update or delete it.',
-  input: ClaimsListRequest,
+  // A fresh object schema: the registered one (with an OpenAPI id) would be emitted as a $ref.
+  input: ClaimsListRequest.extend({}),
   scopes: READ,
   annotations: { readOnlyHint: true },
   run: async (ctx, input) => ({ data: await listClaims(ctx.em, account(ctx), input) }),
