@@ -7,7 +7,7 @@ import { createTestAccount, type Json } from '../../helpers/accounts.ts';
 
 // Shared by the native-memory test files: a bearer client for /v1/workspaces/default and polling.
 
-export type Res = { status: number; body: Json; text: string };
+export type Res = { status: number; body: Json; text: string; headers: Headers; setCookies: string[] };
 
 export function memoryClient(baseUrl: string) {
   async function call(bearer: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res> {
@@ -17,7 +17,7 @@ export function memoryClient(baseUrl: string) {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, text };
+    return { status: res.status, body: text ? JSON.parse(text) : undefined, text, headers: res.headers, setCookies: res.headers.getSetCookie() };
   }
   const mem = (bearer: string, method: string, sub: string, body?: unknown) => call(bearer, method, `/v1/workspaces/default${sub}`, body);
 
