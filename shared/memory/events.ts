@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { EVENT_STATUSES } from '../contracts/memory.ts';
-import { AppError, notFound } from '../errors.ts';
+import { notFound } from '../errors.ts';
 import { startMemoryEvent } from '../temporal/workflows.ts';
 import { iso, sql, type Em } from './db.ts';
 import { requireLabel, type LabelKind } from './labels.ts';
 
 /** What a memory operation that starts an event needs: its EntityManager and the Temporal client. */
-export type MemoryDeps = { em: Em; temporal: Client; taskQueue: string };
+export type MemoryDeps = { em: Em; temporal: Client; taskQueue: string; log?: { warn(obj: object, msg: string): void } };
 
 export type EventKind = 'add_messages' | 'delete_peer' | 'delete_session';
 export type EventRow = {
@@ -68,21 +68,26 @@ export async function queueStatus(em: Em, accountId: string) {
 }
 
 /**
- * Starts an event's workflow. When Temporal cannot be reached the event is ended `failed` (saying why)
- * rather than left queued forever, and the caller gets a 503.
+ * Starts an event's workflow without holding up the caller (transactional outbox): the event row is
+ * already committed, so the receipt does not wait for the Temporal round trip. A start that fails
+ * (Temporal unreachable, process killed) leaves the event `queued`, and the worker's sweeper starts it
+ * later (sweepQueuedEvents); starts are idempotent (one workflow id per event).
  */
-export async function startEventOrFail(deps: MemoryDeps, eventId: string): Promise<void> {
-  try {
-    await startMemoryEvent(deps.temporal, deps.taskQueue, eventId);
-  } catch {
-    // The Temporal error itself is logged by the client; the event records what the caller should do.
-    await sql(
-      deps.em.fork(),
-      `update memory_event set status = 'failed', completed_at = now(), failure = ?::jsonb where id = ? and status = 'queued'`,
-      [JSON.stringify({ message: 'The event could not be queued for processing; nothing was derived. Write again.' }), eventId],
-    );
-    throw new AppError(503, 'service_unavailable', 'Memory processing is unavailable right now; try again shortly.', { 'retry-after': '5' });
-  }
+export function dispatchEvent(deps: MemoryDeps, eventId: string): void {
+  startMemoryEvent(deps.temporal, deps.taskQueue, eventId).catch((err: unknown) => {
+    deps.log?.warn({ err, eventId }, 'memory event start failed; the sweeper will start it');
+  });
+}
+
+/** Starts the workflows of events still `queued` after `olderThanMs` (their first start was lost). */
+export async function sweepQueuedEvents(deps: Omit<MemoryDeps, 'log'>, olderThanMs: number, limit = 500): Promise<number> {
+  const rows = await sql<{ id: string }>(
+    deps.em,
+    `select id from memory_event where status = 'queued' and created_at < now() - make_interval(secs => ?) order by created_at limit ?`,
+    [olderThanMs / 1000, limit],
+  );
+  for (const r of rows) await startMemoryEvent(deps.temporal, deps.taskQueue, r.id);
+  return rows.length;
 }
 
 /**
@@ -108,6 +113,6 @@ export async function requestDeletion(deps: MemoryDeps, accountId: string, kind:
     );
     return id;
   });
-  await startEventOrFail(deps, result);
+  dispatchEvent(deps, result);
   return getEvent(deps.em.fork(), accountId, result);
 }

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { MessagesCreateRequest } from '../contracts/memory.ts';
 import { AppError, validationError } from '../errors.ts';
 import { decodeCursor, iso, page, sql, type Em } from './db.ts';
-import { startEventOrFail, type MemoryDeps } from './events.ts';
+import { dispatchEvent, type MemoryDeps } from './events.ts';
 import { findLabel, requireLabel } from './labels.ts';
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
@@ -39,7 +39,7 @@ async function replay(deps: MemoryDeps, existing: Existing, requestHash: string)
     throw new AppError(409, 'idempotency_conflict', 'This idempotency_key was used for a different write.');
   }
   // The first request may have died between commit and workflow start: make sure it runs.
-  if (existing.status === 'queued') await startEventOrFail(deps, existing.id);
+  if (existing.status === 'queued') dispatchEvent(deps, existing.id);
   return existing.receipt;
 }
 
@@ -63,11 +63,6 @@ export async function addMessages(deps: MemoryDeps, accountId: string, sessionLa
   const early = await findExisting(deps.em);
   if (early) return replay(deps, early, requestHash);
 
-  const session = await requireLabel(deps.em, accountId, 'session', sessionLabel);
-  const peer = await findLabel(deps.em, accountId, 'peer', body.peer_id);
-  if (!peer) throw new AppError(404, 'not_found', `No peer "${body.peer_id.slice(0, 80)}" in this workspace; create it first.`);
-  await assertSources(deps.em, accountId, sourceIds);
-
   const eventId = randomUUID();
   const messageIds = body.messages.map(() => randomUUID());
   const receipt: Receipt = {
@@ -79,9 +74,11 @@ export async function addMessages(deps: MemoryDeps, accountId: string, sessionLa
     eligibility: 'pending',
   };
   const inserted = await deps.em.transactional(async (tx) => {
-    // The labels must still exist when the write commits (a deletion may have just run).
-    await requireLabel(tx, accountId, 'session', sessionLabel, true);
-    await requireLabel(tx, accountId, 'peer', body.peer_id, true);
+    // Labels are locked (FOR SHARE) so a deletion cannot remove them before this write commits.
+    const session = await requireLabel(tx, accountId, 'session', sessionLabel, true);
+    const peer = await findLabel(tx, accountId, 'peer', body.peer_id, true);
+    if (!peer) throw new AppError(404, 'not_found', `No peer "${body.peer_id.slice(0, 80)}" in this workspace; create it first.`);
+    await assertSources(tx, accountId, sourceIds);
     const rows = await sql<{ id: string }>(
       tx,
       `insert into memory_event (id, account_id, kind, status, peer_id, session_id, peer_label, session_label, agent_id, infer,
@@ -110,7 +107,7 @@ export async function addMessages(deps: MemoryDeps, accountId: string, sessionLa
     if (!existing) throw new AppError(409, 'operation_in_progress', 'A write with this idempotency_key is in progress; retry.');
     return replay(deps, existing, requestHash);
   }
-  await startEventOrFail(deps, eventId);
+  dispatchEvent(deps, eventId);
   return receipt;
 }
 

@@ -22,6 +22,7 @@ export const memoryDeps = (request: FastifyRequest, opts: MemoryRouteOptions): M
   em: request.em,
   temporal: opts.temporal.client,
   taskQueue: opts.config.temporal.taskQueue,
+  log: request.log,
 });
 
 /** Every memory route with a {ws} parameter checks it (only `default` exists) before its handler. */
