@@ -154,7 +154,7 @@ export const memory: Benchmark = {
       ],
       runs: { receiptMs: { ...rec }, toSucceededMs: { ...succ }, eventsByStatus: byStatus, claims: Number(claims!.n), accepted },
       notes: [
-        'Receipts include authentication, validation, the write transaction (event + messages) and the Temporal workflow start.',
+        'Receipts include authentication, validation and the write transaction (event + messages); the Temporal workflow start follows the receipt (outbox).',
         'The sustained figure is bounded by the single worker: writes are accepted faster than one worker derives claims, and the backlog drains after the window.',
       ],
     };
