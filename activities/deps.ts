@@ -1,9 +1,12 @@
 import type { Orm } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/logger.ts';
+import type { OpenAiDeriverConfig } from '../shared/memory/openai-deriver.ts';
 
 export type ActivityDeps = {
   orm: Orm;
   logger: Logger;
   workerIdentity: string;
   ingest: { urlAllowlist: string[]; fetchTimeoutMs: number };
+  /** The model-backed claim deriver (MEMORY_DERIVER_*); absent = the built-in rules. */
+  memoryDeriver?: OpenAiDeriverConfig | null;
 };

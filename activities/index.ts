@@ -1,6 +1,8 @@
 import type { ActivityDeps } from './deps.ts';
 import { createAccountDeletionActivities } from './account-deletion.activity.ts';
 import { createIngestActivities } from './ingest.activity.ts';
+import { createMemoryActivities } from './memory.activity.ts';
+import { createConfiguredDeriver } from '../shared/memory/openai-deriver.ts';
 import { createRecordSelfCheck } from './record-self-check.activity.ts';
 import { createSettleReservation } from './settle-reservation.activity.ts';
 
@@ -11,6 +13,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAccountDeletionActivities(deps),
     settleReservation: createSettleReservation(deps),
     ...createIngestActivities(deps),
+    ...createMemoryActivities(deps, createConfiguredDeriver(deps.memoryDeriver, deps.logger)),
   };
 }
 

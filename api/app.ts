@@ -30,6 +30,10 @@ import { healthRoutes, type ReadinessCheck } from './routes/health/index.ts';
 import { ingestJobRoutes } from './routes/ingest/jobs.ts';
 import { ingestSubmitRoutes } from './routes/ingest/submit.ts';
 import { queryRoutes } from './routes/query/index.ts';
+import { memoryClaimRoutes } from './routes/memory/claims.ts';
+import { memoryConversationRoutes } from './routes/memory/conversation.ts';
+import { memoryEventRoutes } from './routes/memory/events.ts';
+import { memoryLabelRoutes } from './routes/memory/labels.ts';
 
 export type AppDeps = {
   config: Config;
@@ -97,6 +101,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(connectedAppRoutes);
     await app.register(consolePlugin);
     await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal });
+    for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
+      await app.register(routes, { config: deps.config, temporal: deps.temporal });
+    }
     const provider = deps.oauth?.provider;
     if (provider) {
       await app.register(oauthProviderRoutes, { provider });

@@ -6,6 +6,8 @@ import { createLogger } from '../shared/logger.ts';
 import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
 import { createWorkerMetrics, serveMetrics } from '../shared/ops/metrics.ts';
 import { bundleWorkflows, createWorker, type CairnWorker } from '../shared/temporal/worker.ts';
+import { createTemporalClient } from '../shared/temporal/client.ts';
+import { startMemorySweeper } from '../shared/memory/sweeper.ts';
 
 runMain(async () => {
   const config = loadConfig();
@@ -22,12 +24,18 @@ runMain(async () => {
       })
     : undefined;
 
+  // Starts memory events whose start the API lost (outbox recovery).
+  const temporalClient = createTemporalClient(requireTemporalAddress(config), config.temporal.namespace);
+  const sweeper = startMemorySweeper({ orm, temporal: temporalClient.client, taskQueue: config.temporal.taskQueue, logger });
+
   let stopping = false;
   let current: CairnWorker | undefined;
   // worker.shutdown() lets in-flight activities finish (shutdownGraceTime); run() then resolves.
   onShutdown(async (signal) => {
     logger.info({ signal }, 'worker shutting down');
     stopping = true;
+    sweeper.stop();
+    await temporalClient.close().catch((err: unknown) => logger.debug({ err }, 'closing the sweeper Temporal client failed'));
     metricsServer?.close();
     current?.worker.shutdown();
     await running;
@@ -47,6 +55,7 @@ runMain(async () => {
           namespace: config.temporal.namespace,
           taskQueue: config.temporal.taskQueue,
           ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs },
+          memoryDeriver: config.memory.deriver,
           metrics,
           workflowBundle,
         });

@@ -112,6 +112,10 @@ const envSchema = z.object({
   ANSWER_PROVIDER_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
   ANSWER_PROVIDER_MAX_CREDITS: z.coerce.number().int().min(0).max(1000).default(2),
   ANSWER_PROVIDER_TOKENS_PER_CREDIT: z.coerce.number().int().min(1).default(2000),
+  MEMORY_DERIVER_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  MEMORY_DERIVER_MODEL: optionalString,
+  MEMORY_DERIVER_API_KEY: optionalString,
+  MEMORY_DERIVER_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
 });
 
 export type Config = {
@@ -174,6 +178,8 @@ export type Config = {
   ops: { metricsToken: string | undefined; workerMetricsPort: number };
   /** Query: how long stored operations replay (then idempotency_expired), and the answer provider. */
   query: { idempotencyRetentionMs: number; answer: AnswerConfig };
+  /** Native memory: the optional OpenAI-compatible claim deriver (null = the built-in rules). */
+  memory: { deriver: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number } | null };
   accountDefaults: {
     monthlyCredits: number;
     onboardingCredits: number;
@@ -281,6 +287,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
               tokensPerCredit: e.ANSWER_PROVIDER_TOKENS_PER_CREDIT,
             }
           : { mode: e.ANSWER_PROVIDER },
+    },
+    memory: {
+      deriver: e.MEMORY_DERIVER_BASE_URL
+        ? { baseUrl: e.MEMORY_DERIVER_BASE_URL, model: e.MEMORY_DERIVER_MODEL ?? 'gpt-4o-mini', apiKey: e.MEMORY_DERIVER_API_KEY, timeoutMs: e.MEMORY_DERIVER_TIMEOUT_SECONDS * 1000 }
+        : null,
     },
     accountDefaults: {
       monthlyCredits: e.DEFAULT_MONTHLY_CREDITS,

@@ -31,6 +31,10 @@ export async function purgeAccountData(em: EntityManager, accountId: string): Pr
     await conn.execute('delete from ingest_job where account_id = ?', [accountId], 'run', ctx);
     await conn.execute('delete from oauth_payload where account_id = ?', [accountId], 'run', ctx);
     await conn.execute('delete from oauth_connected_app where account_id = ?', [accountId], 'run', ctx);
+    // Native memory: peers and sessions take messages, claims and claim history with them; then the events.
+    for (const table of ['memory_peer', 'memory_session', 'memory_event']) {
+      await conn.execute(`delete from ${table} where account_id = ?`, [accountId], 'run', ctx);
+    }
     // Credit history goes with the account; the ledger's append-only trigger guards updates, not deletes.
     for (const table of ['credit_reservation', 'credit_ledger', 'credit_balance', 'quota_usage']) {
       await conn.execute(`delete from ${table} where account_id = ?`, [accountId], 'run', ctx);

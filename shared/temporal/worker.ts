@@ -4,6 +4,7 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } fro
 import { createActivities } from '../../activities/index.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
+import type { OpenAiDeriverConfig } from '../memory/openai-deriver.ts';
 import type { WorkerMetrics } from '../ops/metrics.ts';
 import { activityLogInterceptor } from './activity-log.interceptor.ts';
 import { installTemporalRuntime, temporalLoggerFromPino } from './logging.ts';
@@ -37,6 +38,8 @@ export type WorkerDeps = {
   namespace: string;
   taskQueue: string;
   ingest: { urlAllowlist: string[]; fetchTimeoutMs: number };
+  /** The model-backed claim deriver (MEMORY_DERIVER_*); absent = the built-in rules. */
+  memoryDeriver?: OpenAiDeriverConfig | null;
   /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
   workflowBundle?: WorkflowBundle;
   identity?: string;
@@ -55,6 +58,7 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
     logger: deps.logger.child({ component: 'activities' }),
     workerIdentity: identity,
     ingest: deps.ingest,
+    memoryDeriver: deps.memoryDeriver,
   });
   const worker = await Worker.create({
     connection,

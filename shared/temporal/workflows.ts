@@ -3,6 +3,7 @@ import type {
   accountDeletionWorkflow,
   creditSettlementWorkflow,
   ingestWorkflow,
+  memoryEventWorkflow,
   selfCheckWorkflow,
   sourceDeletionWorkflow,
 } from '../../workflows/index.ts';
@@ -86,6 +87,22 @@ export async function startSourceDeletion(client: Client, taskQueue: string, job
     taskQueue,
     workflowId: sourceDeletionWorkflowId(jobId),
     args: [{ jobId }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+  }).catch((err: unknown) => {
+    if ((err as { name?: string }).name === 'WorkflowExecutionAlreadyStartedError') return null;
+    throw err;
+  });
+}
+
+export const memoryEventWorkflowId = (eventId: string) => `memory-event-${eventId}`;
+
+/** One workflow per memory event (add messages, delete peer, delete session); a repeated start joins it. */
+export async function startMemoryEvent(client: Client, taskQueue: string, eventId: string) {
+  return client.workflow.start<typeof memoryEventWorkflow>('memoryEventWorkflow', {
+    taskQueue,
+    workflowId: memoryEventWorkflowId(eventId),
+    args: [{ eventId }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
   }).catch((err: unknown) => {

@@ -10,7 +10,7 @@ import { createLogger, type Logger } from '../../shared/logger.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import type { ApiMetrics, WorkerMetrics } from '../../shared/ops/metrics.ts';
 import { createTemporalClient, type TemporalClientHandle } from '../../shared/temporal/client.ts';
-import { createWorker, type CairnWorker } from '../../shared/temporal/worker.ts';
+import { createWorker, type CairnWorker, type WorkerDeps } from '../../shared/temporal/worker.ts';
 
 /** A logger whose lines are kept in memory, so tests can assert on what was (not) logged. */
 export function memoryLogger(level: 'info' | 'debug' | 'warn' = 'warn'): { logger: Logger; lines: string[] } {
@@ -58,7 +58,9 @@ export async function startApi(opts: {
 }
 
 /** A real worker on its own task queue, using the run's prebuilt workflow bundle. */
-export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics }) {
+export async function startWorker(opts: {
+  orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics; memoryDeriver?: WorkerDeps['memoryDeriver'];
+}) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
   const handle: CairnWorker = await createWorker({
     orm: opts.orm,
@@ -69,6 +71,7 @@ export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: 
     ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000 },
     workflowBundle: { code },
     metrics: opts.metrics,
+    memoryDeriver: opts.memoryDeriver,
   });
   const running = handle.worker.run();
   return {

@@ -1,0 +1,289 @@
+import { createHash } from 'node:crypto';
+import type { Claim, ClaimsListRequest } from '../contracts/memory.ts';
+import { AppError, notFound } from '../errors.ts';
+import { decodeCursor, iso, page, sql, type Em } from './db.ts';
+import { isUuid } from './events.ts';
+import { requireLabel } from './labels.ts';
+
+// Claims (spec 3.5): the current head of each claim in memory_claim, every change appended to
+// memory_claim_history. Changes are guarded by head_revision under a row lock, so of two competing
+// changes exactly one applies and the other gets 409 revision_conflict with nothing changed.
+
+const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
+
+/** The opaque head revision of a claim version: deterministic in (claim, revision number, content). */
+export const revisionToken = (claimId: string, revision: number, content: string) => `rev_${sha(`${claimId}\n${revision}\n${content}`).slice(0, 24)}`;
+
+/** A history entry's deterministic marker: the same change always has the same marker. */
+export const historyMarker = (claimId: string, seq: number, event: string, successorRevision: string | null) =>
+  `mk_${sha(`${claimId}\n${seq}\n${event}\n${successorRevision ?? ''}`).slice(0, 24)}`;
+
+const requestHash = (event: 'UPDATE' | 'DELETE', content: string | null, reason: string) => sha(JSON.stringify([event, content, reason]));
+
+export type ClaimRow = {
+  id: string; content: string; peer_label: string; session_label: string | null; agent_id: string | null;
+  authority: Claim['authority']; state: Claim['state']; eligibility: Claim['eligibility']; support_status: Claim['support_status'];
+  categories: string[]; valid_from: Date; valid_to: Date | null; message_id: string | null; span_start: number | null;
+  span_end: number | null; message_content: string | null; conflicts_with: string[]; warning: string | null;
+  head_revision: string; revision: number; created_at: Date; updated_at: Date; peer_id: string; score?: number;
+};
+
+export const CLAIM_SELECT = `select c.id, c.content, p.label as peer_label, s.label as session_label, c.agent_id, c.authority,
+  c.state, c.eligibility, c.support_status, c.categories, c.valid_from, c.valid_to, c.message_id, c.span_start, c.span_end,
+  m.content as message_content, c.conflicts_with, c.warning, c.head_revision, c.revision, c.created_at, c.updated_at, c.peer_id
+  from memory_claim c join memory_peer p on p.id = c.peer_id
+  left join memory_session s on s.id = c.session_id left join memory_message m on m.id = c.message_id`;
+
+export function claimRecord(r: ClaimRow): Claim {
+  const cited = r.message_id && r.message_content !== null && r.span_start !== null && r.span_end !== null;
+  return {
+    id: r.id,
+    content: r.content,
+    peer_id: r.peer_label,
+    session_id: r.session_label,
+    agent_id: r.agent_id,
+    authority: r.authority,
+    state: r.state,
+    eligibility: r.eligibility,
+    support_status: r.support_status,
+    categories: r.categories ?? [],
+    valid_from: iso(r.valid_from)!,
+    valid_to: iso(r.valid_to),
+    citations: cited
+      ? [{ message_id: r.message_id!, session_id: r.session_label, start: r.span_start!, end: r.span_end!, quote: r.message_content!.slice(r.span_start!, r.span_end!) }]
+      : [],
+    conflicts_with: r.conflicts_with ?? [],
+    warning: r.warning,
+    head_revision: r.head_revision,
+    created_at: iso(r.created_at)!,
+    updated_at: iso(r.updated_at)!,
+  };
+}
+
+async function findClaim(em: Em, accountId: string, claimId: string, lock = false): Promise<ClaimRow> {
+  const [row] = isUuid(claimId)
+    ? await sql<ClaimRow>(em, `${CLAIM_SELECT} where c.id = ? and c.account_id = ?${lock ? ' for update of c' : ''}`, [claimId, accountId])
+    : [];
+  if (!row) throw notFound('No claim with this id.');
+  return row;
+}
+
+export async function getClaim(em: Em, accountId: string, claimId: string): Promise<Claim> {
+  return claimRecord(await findClaim(em, accountId, claimId));
+}
+
+/** Claims in a state (default current), newest first, optionally of one peer and/or session. */
+export async function listClaims(em: Em, accountId: string, req: ClaimsListRequest) {
+  const where = ['c.account_id = ?', 'c.state = ?'];
+  const params: unknown[] = [accountId, req.state];
+  if (req.peer_id !== undefined) {
+    where.push('c.peer_id = ?');
+    params.push((await requireLabel(em, accountId, 'peer', req.peer_id)).id);
+  }
+  if (req.session_id !== undefined) {
+    where.push('c.session_id = ?');
+    params.push((await requireLabel(em, accountId, 'session', req.session_id)).id);
+  }
+  const after = decodeCursor(req.cursor, 2) as [string, string] | undefined;
+  if (after) {
+    where.push('(c.created_at, c.id) < (?::timestamptz, ?::uuid)');
+    params.push(...after);
+  }
+  const rows = await sql<ClaimRow>(em, `${CLAIM_SELECT} where ${where.join(' and ')} order by c.created_at desc, c.id desc limit ?`, [...params, req.limit + 1]);
+  return page(rows, req.limit, (r) => [iso(r.created_at)!, r.id], claimRecord);
+}
+
+/**
+ * A tsquery matching any of the query's words (letters and digits only, so nothing in the text can
+ * change the query's syntax); null when there are none.
+ */
+export function anyWordQuery(text: string): string | null {
+  const words = [...new Set((text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => w.length >= 2))].slice(0, 32);
+  return words.length ? words.join(' | ') : null;
+}
+
+/** Ranked search over one peer's current claims (full text, then trigram similarity). */
+export async function queryClaims(em: Em, accountId: string, req: { peer_id: string; query: string; limit: number }) {
+  const peer = await requireLabel(em, accountId, 'peer', req.peer_id);
+  const rows = await rankClaims(em, peer.id, req.query, req.limit, false);
+  return {
+    schemaVersion: 'service-memory-page-v1' as const,
+    items: rows.map((r) => ({ ...claimRecord(r), score: Number(r.score ?? 0) })),
+    pagination: { limit: req.limit, returned: rows.length, has_more: false, next_cursor: null },
+  };
+}
+
+/** Current claims of a peer ranked against a query; `eligibleOnly` for context (never pending ones). */
+export async function rankClaims(em: Em, peerId: string, query: string, limit: number, eligibleOnly: boolean): Promise<ClaimRow[]> {
+  const tsq = anyWordQuery(query);
+  return sql<ClaimRow>(
+    em,
+    `select * from (
+       ${CLAIM_SELECT.replace('select ', `select (coalesce(ts_rank_cd(c.tsv, to_tsquery('english', ?)), 0) + similarity(c.content, ?))::float8 as score, `)}
+       where c.peer_id = ? and c.state = 'current' ${eligibleOnly ? "and c.eligibility = 'eligible'" : ''}
+         and (c.tsv @@ to_tsquery('english', ?) or similarity(c.content, ?) > 0.15)
+     ) ranked order by score desc, created_at desc limit ?`,
+    [tsq ?? '', query, peerId, tsq ?? '', query, limit],
+  );
+}
+
+/** All claims of a peer in the given states, newest first. */
+export async function peerClaims(em: Em, peerId: string, states: Claim['state'][], eligibleOnly: boolean, limit = 200): Promise<ClaimRow[]> {
+  return sql<ClaimRow>(
+    em,
+    `${CLAIM_SELECT} where c.peer_id = ? and c.state = any(?::text[]) ${eligibleOnly ? "and c.eligibility = 'eligible'" : ''}
+      order by c.created_at desc, c.id desc limit ?`,
+    [peerId, states, limit],
+  );
+}
+
+/** A change settles any conflict the claim was part of: the person has decided. */
+async function clearConflicts(tx: Em, claim: ClaimRow): Promise<void> {
+  await sql(
+    tx,
+    `update memory_claim set conflicts_with = array_remove(conflicts_with, ?::uuid),
+        support_status = case when support_status = 'conflicting' and cardinality(array_remove(conflicts_with, ?::uuid)) = 0
+                              then 'supported' else support_status end
+      where peer_id = ? and ?::uuid = any(conflicts_with)`,
+    [claim.id, claim.id, claim.peer_id, claim.id],
+  );
+}
+
+type HistoryRow = { seq: number; event: 'ADD' | 'UPDATE' | 'DELETE'; prior_revision: string | null; successor_revision: string | null; request_hash: string | null; marker: string; created_at: Date; valid_to: Date | null };
+
+async function lastHistory(tx: Em, claimId: string): Promise<HistoryRow> {
+  const [h] = await sql<HistoryRow>(
+    tx,
+    'select seq, event, prior_revision, successor_revision, request_hash, marker, created_at, valid_to from memory_claim_history where claim_id = ? order by seq desc limit 1',
+    [claimId],
+  );
+  return h!;
+}
+
+/**
+ * The guard of every change: the given head_revision must be the claim's head, or the request must be
+ * an exact retry of the change that produced the current head (then the stored result is replayed).
+ */
+async function guard(tx: Em, claim: ClaimRow, given: string, event: 'UPDATE' | 'DELETE', hash: string): Promise<HistoryRow | 'apply'> {
+  if (given === claim.head_revision && claim.state !== 'withdrawn') return 'apply';
+  const last = await lastHistory(tx, claim.id);
+  if (last.event === event && last.prior_revision === given && last.request_hash === hash && last.successor_revision === claim.head_revision) {
+    return last;
+  }
+  const why = claim.state === 'withdrawn' ? 'the claim is withdrawn' : 'head_revision is not the current head of this claim';
+  throw new AppError(409, 'revision_conflict', `Not changed: ${why}. Read the claim again and retry with its head_revision.`);
+}
+
+/**
+ * PUT: replaces the content (a correction). The corrected head has authority correction_memory, state
+ * current, eligibility eligible; a pending_review proposal is accepted this way. The prior version stays
+ * in history.
+ */
+export async function updateClaim(em: Em, accountId: string, claimId: string, req: { content: string; head_revision: string; reason: string }) {
+  const hash = requestHash('UPDATE', req.content, req.reason);
+  return em.transactional(async (tx) => {
+    const claim = await findClaim(tx, accountId, claimId, true);
+    const g = await guard(tx, claim, req.head_revision, 'UPDATE', hash);
+    if (g !== 'apply') {
+      return { schemaVersion: 'service-memory-claim-update-v1' as const, claim: claimRecord(claim), prior_revision: req.head_revision, marker: g.marker, replayed: true };
+    }
+    const revision = claim.revision + 1;
+    const head = revisionToken(claim.id, revision, req.content);
+    const last = await lastHistory(tx, claim.id);
+    const seq = last.seq + 1;
+    const marker = historyMarker(claim.id, seq, 'UPDATE', head);
+    const [now] = await sql<{ now: Date }>(tx, "select date_trunc('milliseconds', now()) as now", []);
+    await sql(
+      tx,
+      `update memory_claim set content = ?, revision = ?, head_revision = ?, authority = 'correction_memory', state = 'current',
+          eligibility = 'eligible', support_status = 'user_asserted', warning = null, conflicts_with = '{}',
+          valid_from = ?, valid_to = null, updated_at = ? where id = ?`,
+      [req.content, revision, head, now!.now, now!.now, claim.id],
+    );
+    await sql(
+      tx,
+      `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
+         successor_revision, reason, request_hash, valid_from, valid_to, marker, created_at)
+       values (?, ?, ?, 'UPDATE', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [claim.id, seq, accountId, claim.content, req.content, claim.head_revision, head, req.reason, hash, claim.valid_from, now!.now, marker, now!.now],
+    );
+    await clearConflicts(tx, claim);
+    const updated = await findClaim(tx, accountId, claim.id);
+    return { schemaVersion: 'service-memory-claim-update-v1' as const, claim: claimRecord(updated), prior_revision: claim.head_revision, marker, replayed: false };
+  });
+}
+
+/** DELETE: withdraws the claim (not eligible, valid_to set); history keeps every version. */
+export async function withdrawClaim(em: Em, accountId: string, claimId: string, req: { head_revision: string; reason: string }) {
+  const hash = requestHash('DELETE', null, req.reason);
+  return em.transactional(async (tx) => {
+    const claim = await findClaim(tx, accountId, claimId, true);
+    const g = await guard(tx, claim, req.head_revision, 'DELETE', hash);
+    const receipt = (head: string, validTo: Date, marker: string, replayed: boolean) => ({
+      schemaVersion: 'service-memory-claim-delete-v1' as const,
+      claim_id: claim.id,
+      state: 'withdrawn' as const,
+      eligibility: 'not_eligible' as const,
+      prior_revision: req.head_revision,
+      head_revision: head,
+      valid_to: iso(validTo)!,
+      marker,
+      replayed,
+    });
+    if (g !== 'apply') return receipt(claim.head_revision, claim.valid_to ?? g.created_at, g.marker, true);
+    const revision = claim.revision + 1;
+    const head = revisionToken(claim.id, revision, claim.content);
+    const seq = (await lastHistory(tx, claim.id)).seq + 1;
+    const marker = historyMarker(claim.id, seq, 'DELETE', head);
+    const [now] = await sql<{ now: Date }>(tx, "select date_trunc('milliseconds', now()) as now", []);
+    await sql(
+      tx,
+      `update memory_claim set state = 'withdrawn', eligibility = 'not_eligible', revision = ?, head_revision = ?, valid_to = ?,
+          conflicts_with = '{}', updated_at = ? where id = ?`,
+      [revision, head, now!.now, now!.now, claim.id],
+    );
+    await sql(
+      tx,
+      `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
+         successor_revision, reason, request_hash, valid_from, valid_to, marker, created_at)
+       values (?, ?, ?, 'DELETE', ?, null, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [claim.id, seq, accountId, claim.content, claim.head_revision, head, req.reason, hash, claim.valid_from, now!.now, marker, now!.now],
+    );
+    await clearConflicts(tx, claim);
+    return receipt(head, now!.now, marker, false);
+  });
+}
+
+type FullHistoryRow = HistoryRow & { prior_content: string | null; successor_content: string | null; reason: string | null; valid_from: Date | null };
+
+/**
+ * Every version of a claim, oldest first. For UPDATE and DELETE, `prior` is the version that ended
+ * (valid from its start until this change); `successor` is the version that began (ADD: at the
+ * message time; UPDATE: at the correction).
+ */
+export async function claimHistory(em: Em, accountId: string, claimId: string) {
+  const claim = await findClaim(em, accountId, claimId);
+  const rows = await sql<FullHistoryRow>(
+    em,
+    `select seq, event, prior_content, successor_content, prior_revision, successor_revision, reason, request_hash, valid_from,
+            valid_to, marker, created_at
+       from memory_claim_history where claim_id = ? order by seq`,
+    [claim.id],
+  );
+  return {
+    schemaVersion: 'service-memory-claim-history-v1' as const,
+    claim_id: claim.id,
+    entries: rows.map((h, i) => ({
+      seq: h.seq,
+      event: h.event,
+      prior: h.event === 'ADD' ? null : { content: h.prior_content ?? '', revision: h.prior_revision ?? '', valid_from: iso(h.valid_from), valid_to: iso(h.valid_to) },
+      successor:
+        h.event === 'DELETE'
+          ? null
+          : { content: h.successor_content ?? '', revision: h.successor_revision ?? '', valid_from: iso(h.event === 'ADD' ? h.valid_from : h.valid_to), valid_to: iso(rows[i + 1]?.valid_to) },
+      reason: h.reason,
+      at: iso(h.created_at)!,
+      marker: h.marker,
+    })),
+  };
+}

@@ -1,0 +1,155 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { MessagesCreateRequest } from '../contracts/memory.ts';
+import { AppError, validationError } from '../errors.ts';
+import { decodeCursor, iso, page, sql, type Em } from './db.ts';
+import { dispatchEvent, type MemoryDeps } from './events.ts';
+import { findLabel, requireLabel } from './labels.ts';
+
+const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
+
+export type Receipt = {
+  schemaVersion: 'service-memory-messages-receipt-v1';
+  event_id: string;
+  status: 'processing';
+  results: { message_id: string; position: number; role: MessagesCreateRequest['messages'][number]['role'] }[];
+  authority: 'session_message';
+  eligibility: 'pending';
+};
+
+/** Every source id must be a succeeded ingest job (url or file) of this account. */
+async function assertSources(em: Em, accountId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  const rows = await sql<{ id: string; status: string }>(
+    em,
+    `select id, status from ingest_job where account_id = ? and id = any(?::uuid[]) and kind in ('url', 'file')`,
+    [accountId, ids],
+  );
+  const found = new Map(rows.map((r) => [r.id, r.status]));
+  for (const id of ids) {
+    const status = found.get(id);
+    if (!status) throw validationError(`source_ids: ${id} is not an ingest job of this account.`);
+    if (status !== 'succeeded') throw validationError(`source_ids: ingest job ${id} is ${status}, not succeeded.`);
+  }
+}
+
+type Existing = { id: string; request_hash: string | null; receipt: Receipt | null; status: string };
+
+async function replay(deps: MemoryDeps, existing: Existing, requestHash: string): Promise<Receipt> {
+  if (existing.request_hash !== requestHash || !existing.receipt) {
+    throw new AppError(409, 'idempotency_conflict', 'This idempotency_key was used for a different write.');
+  }
+  // The first request may have died between commit and workflow start: make sure it runs.
+  if (existing.status === 'queued') dispatchEvent(deps, existing.id);
+  return existing.receipt;
+}
+
+/**
+ * Stores the messages of one write and starts its add-event (spec 4.5 "Message write rules"). Every
+ * check runs before anything is written, and the event and messages are written in one transaction:
+ * a rejected write leaves no event, message or claim behind. A replay with the same idempotency_key
+ * returns the first receipt and writes nothing.
+ */
+export async function addMessages(deps: MemoryDeps, accountId: string, sessionLabel: string, body: MessagesCreateRequest): Promise<Receipt> {
+  const sourceIds = [...new Set(body.source_ids ?? [])];
+  const createdAt = body.created_at ? new Date(body.created_at) : null;
+  const requestHash = sha256(JSON.stringify([sessionLabel, body.peer_id, body.messages, body.agent_id ?? null, body.infer,
+    createdAt?.toISOString() ?? null, body.metadata ?? null, sourceIds]));
+  const idem = body.idempotency_key;
+  const findExisting = async (em: Em) =>
+    idem === undefined
+      ? undefined
+      : (await sql<Existing>(em, 'select id, request_hash, receipt, status from memory_event where account_id = ? and idempotency_key = ?', [accountId, idem]))[0];
+
+  const early = await findExisting(deps.em);
+  if (early) return replay(deps, early, requestHash);
+
+  const eventId = randomUUID();
+  const messageIds = body.messages.map(() => randomUUID());
+  const receipt: Receipt = {
+    schemaVersion: 'service-memory-messages-receipt-v1',
+    event_id: eventId,
+    status: 'processing',
+    results: body.messages.map((m, i) => ({ message_id: messageIds[i]!, position: i, role: m.role })),
+    authority: 'session_message',
+    eligibility: 'pending',
+  };
+  const inserted = await deps.em.transactional(async (tx) => {
+    // Labels are locked (FOR SHARE) so a deletion cannot remove them before this write commits.
+    const session = await requireLabel(tx, accountId, 'session', sessionLabel, true);
+    const peer = await findLabel(tx, accountId, 'peer', body.peer_id, true);
+    if (!peer) throw new AppError(404, 'not_found', `No peer "${body.peer_id.slice(0, 80)}" in this workspace; create it first.`);
+    await assertSources(tx, accountId, sourceIds);
+    const rows = await sql<{ id: string }>(
+      tx,
+      `insert into memory_event (id, account_id, kind, status, peer_id, session_id, peer_label, session_label, agent_id, infer,
+         idempotency_key, request_hash, receipt, created_at)
+       values (?, ?, 'add_messages', 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, coalesce(?::timestamptz, now()))
+       on conflict (account_id, idempotency_key) where idempotency_key is not null do nothing
+       returning id`,
+      [eventId, accountId, peer.id, session.id, peer.label, session.label, body.agent_id ?? null, body.infer, idem ?? null,
+        requestHash, JSON.stringify(receipt), createdAt],
+    );
+    if (rows.length === 0) return false; // a concurrent write with the same idempotency_key won
+    await sql(
+      tx,
+      `insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, agent_id, metadata,
+         source_ids, created_at, content_hash)
+       select u.id, ?, ?, ?, ?, u.position, u.role, u.content, ?, ?::jsonb, ?::uuid[], coalesce(?::timestamptz, date_trunc('milliseconds', now())), u.hash
+         from unnest(?::uuid[], ?::int[], ?::text[], ?::text[], ?::text[]) as u(id, position, role, content, hash)`,
+      [accountId, peer.id, session.id, eventId, body.agent_id ?? null, body.metadata ? JSON.stringify(body.metadata) : null,
+        sourceIds, createdAt, messageIds, body.messages.map((_, i) => i), body.messages.map((m) => m.role),
+        body.messages.map((m) => m.content), body.messages.map((m) => sha256(m.content))],
+    );
+    return true;
+  });
+  if (!inserted) {
+    const existing = await findExisting(deps.em.fork());
+    if (!existing) throw new AppError(409, 'operation_in_progress', 'A write with this idempotency_key is in progress; retry.');
+    return replay(deps, existing, requestHash);
+  }
+  dispatchEvent(deps, eventId);
+  return receipt;
+}
+
+export type MessageRow = {
+  id: string; session_label: string; peer_label: string; role: Receipt['results'][number]['role']; content: string;
+  agent_id: string | null; metadata: Record<string, unknown> | null; source_ids: string[]; event_id: string; position: number;
+  created_at: Date;
+};
+
+export const MESSAGE_SELECT = `select m.id, s.label as session_label, p.label as peer_label, m.role, m.content, m.agent_id,
+  m.metadata, m.source_ids, m.event_id, m.position, m.created_at
+  from memory_message m join memory_session s on s.id = m.session_id join memory_peer p on p.id = m.peer_id`;
+
+export function messageItem(m: MessageRow) {
+  return {
+    id: m.id,
+    session_id: m.session_label,
+    peer_id: m.peer_label,
+    role: m.role,
+    content: m.content,
+    agent_id: m.agent_id,
+    metadata: m.metadata,
+    source_ids: m.source_ids ?? [],
+    event_id: m.event_id,
+    position: m.position,
+    created_at: iso(m.created_at)!,
+  };
+}
+
+/**
+ * The session's messages in conversation order. Only messages whose add-event has succeeded are
+ * listed (available), the same rule retrieval uses.
+ */
+export async function listMessages(em: Em, accountId: string, sessionLabel: string, p: { limit: number; cursor?: string }) {
+  const session = await requireLabel(em, accountId, 'session', sessionLabel);
+  const after = decodeCursor(p.cursor, 3) as [string, string, number] | undefined;
+  const rows = await sql<MessageRow>(
+    em,
+    `${MESSAGE_SELECT} where m.session_id = ? and m.available
+       ${after ? 'and (m.created_at, m.event_id, m.position) > (?::timestamptz, ?::uuid, ?::int)' : ''}
+     order by m.created_at, m.event_id, m.position limit ?`,
+    after ? [session.id, ...after, p.limit + 1] : [session.id, p.limit + 1],
+  );
+  return page(rows, p.limit, (m) => [iso(m.created_at)!, m.event_id, m.position], messageItem);
+}
