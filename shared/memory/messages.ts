@@ -49,7 +49,17 @@ async function replay(deps: MemoryDeps, existing: Existing, requestHash: string)
  * a rejected write leaves no event, message or claim behind. A replay with the same idempotency_key
  * returns the first receipt and writes nothing.
  */
-export async function addMessages(deps: MemoryDeps, accountId: string, sessionLabel: string, body: MessagesCreateRequest): Promise<Receipt> {
+/**
+ * `audience`: the writing key's audience (spec: a label a key may be limited to); the messages and the
+ * claim derived from them carry it, so query retrieval for keys limited to other audiences skips them.
+ */
+export async function addMessages(
+  deps: MemoryDeps,
+  accountId: string,
+  sessionLabel: string,
+  body: MessagesCreateRequest,
+  audience: string | null,
+): Promise<Receipt> {
   const sourceIds = [...new Set(body.source_ids ?? [])];
   const createdAt = body.created_at ? new Date(body.created_at) : null;
   const requestHash = sha256(JSON.stringify([sessionLabel, body.peer_id, body.messages, body.agent_id ?? null, body.infer,
@@ -93,11 +103,11 @@ export async function addMessages(deps: MemoryDeps, accountId: string, sessionLa
     await sql(
       tx,
       `insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, agent_id, metadata,
-         source_ids, created_at, content_hash)
-       select u.id, ?, ?, ?, ?, u.position, u.role, u.content, ?, ?::jsonb, ?::uuid[], coalesce(?::timestamptz, date_trunc('milliseconds', now())), u.hash
+         source_ids, created_at, content_hash, audience)
+       select u.id, ?, ?, ?, ?, u.position, u.role, u.content, ?, ?::jsonb, ?::uuid[], coalesce(?::timestamptz, date_trunc('milliseconds', now())), u.hash, ?
          from unnest(?::uuid[], ?::int[], ?::text[], ?::text[], ?::text[]) as u(id, position, role, content, hash)`,
       [accountId, peer.id, session.id, eventId, body.agent_id ?? null, body.metadata ? JSON.stringify(body.metadata) : null,
-        sourceIds, createdAt, messageIds, body.messages.map((_, i) => i), body.messages.map((m) => m.role),
+        sourceIds, createdAt, audience, messageIds, body.messages.map((_, i) => i), body.messages.map((m) => m.role),
         body.messages.map((m) => m.content), body.messages.map((m) => sha256(m.content))],
     );
     return true;

@@ -36,7 +36,7 @@ export async function failEvent(em: Em, eventId: string, message: string): Promi
   await finish(em, eventId, 'failed', null, message);
 }
 
-type StoredMessage = { id: string; role: 'user' | 'assistant' | 'system' | 'tool'; content: string; created_at: Date };
+type StoredMessage = { id: string; role: 'user' | 'assistant' | 'system' | 'tool'; content: string; created_at: Date; audience: string | null };
 
 const GONE = 'The peer or session was deleted before these messages were processed; nothing was stored or derived.';
 
@@ -48,7 +48,7 @@ const GONE = 'The peer or session was deleted before these messages were process
 export async function processAddEvent(em: Em, deriver: ClaimDeriver, eventId: string): Promise<{ status: string }> {
   const ev = await beginEvent(em, eventId);
   if (!ev) return { status: 'finished' };
-  const messages = await sql<StoredMessage>(em, 'select id, role, content, created_at from memory_message where event_id = ? order by position', [eventId]);
+  const messages = await sql<StoredMessage>(em, 'select id, role, content, created_at, audience from memory_message where event_id = ? order by position', [eventId]);
   if (messages.length === 0) {
     await failEvent(em, eventId, GONE);
     return { status: 'failed' };
@@ -97,12 +97,12 @@ async function storeClaim(tx: Em, eventId: string, ev: Claimed, messages: Stored
   const inserted = await sql<{ id: string }>(
     tx,
     `insert into memory_claim (id, account_id, peer_id, session_id, event_id, message_id, span_start, span_end, content, state,
-       authority, eligibility, support_status, categories, warning, conflicts_with, agent_id, revision, head_revision, valid_from, slot)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'inferred_memory', ?, ?, ?::text[], ?, ?::uuid[], ?, 1, ?, ?, ?)
+       authority, eligibility, support_status, categories, warning, conflicts_with, agent_id, revision, head_revision, valid_from, slot, audience)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'inferred_memory', ?, ?, ?::text[], ?, ?::uuid[], ?, 1, ?, ?, ?, ?)
      on conflict (id) do nothing returning id`,
     [claimId, ev.account_id, ev.peer_id, ev.session_id, eventId, cited.id, p.start, p.end, p.content,
       hostile ? 'pending_review' : 'current', hostile ? 'not_eligible' : 'eligible', conflicts.length ? 'conflicting' : 'supported',
-      p.categories, warning, conflicts, ev.agent_id, head, cited.created_at, p.slot],
+      p.categories, warning, conflicts, ev.agent_id, head, cited.created_at, p.slot, cited.audience],
   );
   if (inserted.length) {
     await sql(

@@ -110,7 +110,26 @@ beforeAll(async () => {
   const jobId = ingest.json.job.id as string;
   await eventually(async () => (await send(stack.baseUrl, 'GET', `/v1/ingest/jobs/${jobId}`, { headers: bearer(a.key) })).json?.job?.status === 'succeeded', 'A ingest', 60_000);
 
-  aValues.push(...(await ownedIds(a.id)), 'default', `peer-${CANARY}`, `session-${CANARY}`);
+  // A's native memory (a message with the canary and the claim derived from it) and a query of A's.
+  const memory = (method: string, path: string, body?: unknown) =>
+    send(stack.baseUrl, method, `/v1/workspaces/default${path}`, body === undefined ? { headers: bearer(a.key) } : { headers: bearer(a.key), body });
+  expect((await memory('POST', '/peers', { id: `peer-${CANARY}` })).status).toBe(200);
+  expect((await memory('POST', '/sessions', { id: `session-${CANARY}` })).status).toBe(200);
+  const write = await memory('POST', `/sessions/session-${CANARY}/messages`, {
+    peer_id: `peer-${CANARY}`,
+    messages: [{ role: 'user', content: `I moved to Lisbon in 2019 and my project is called ${CANARY}.` }],
+  });
+  expect(write.status, write.text).toBe(200);
+  await eventually(async () => (await memory('GET', `/events/${write.json.event_id}`)).json?.status === 'succeeded', 'A memory event', 60_000);
+  const q = await send(stack.baseUrl, 'POST', '/v1/query', {
+    headers: bearer(a.key),
+    body: { idempotencyKey: `a-query-${CANARY}`, mode: 'evidence', query: `${CANARY} Lisbon` },
+  });
+  expect(q.status, q.text).toBe(200);
+  const handles = (q.json.evidence as { citationHandle: string }[]).map((e) => e.citationHandle);
+  expect(handles.length).toBeGreaterThan(0);
+
+  aValues.push(...(await ownedIds(a.id)), 'default', `peer-${CANARY}`, `session-${CANARY}`, ...handles.slice(0, 2));
   aSecrets.push(CANARY, a.email, ...(await ownedIds(a.id)));
 }, 180_000);
 
@@ -137,15 +156,40 @@ function bodyWith(schema: JsonSchema, value: string): unknown {
   return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, /idempotency/i.test(k) ? `b-${randomBytes(6).toString('hex')}` : bodyWith(v, value)]));
 }
 
-function leaks(res: Sent): string[] {
-  return aSecrets.filter((s) => res.text.includes(s));
+/**
+ * What of A's reached B. A value B itself sent may come back: in an error message, or as the label of
+ * something B created with it (a peer named like A's id is B's own peer). Those echoes are collected and
+ * checked after the sweep against B's own rows; anything else of A's is a leak at once.
+ */
+const echoes: { value: string; what: string }[] = [];
+function leaks(res: Sent, sent: string, what: string): string[] {
+  const found = aSecrets.filter((s) => res.text.includes(s));
+  for (const s of found.filter((x) => sent.includes(x))) if (res.status < 300) echoes.push({ value: s, what });
+  return found.filter((s) => !sent.includes(s));
+}
+
+/** Echoed values that are not B's own (no row of B's mentions them) were A's data returned to B. */
+async function foreignEchoes(accountId: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of echoes) {
+    let owned = false;
+    for (const t of await accountTables()) {
+      if (await sql.count(`select 1 from "${t}" x where account_id = $1 and strpos(x::text, $2) > 0`, [accountId, e.value])) {
+        owned = true;
+        break;
+      }
+    }
+    if (!owned) out.push(`${e.what} returned A's ${e.value}`);
+  }
+  echoes.length = 0;
+  return out;
 }
 
 describe("account B against account A's identifiers", () => {
   it("detects A's data when A itself asks (the sweep's detector works)", async () => {
     const own = await send(stack.baseUrl, 'GET', '/v1/ingest/jobs', { headers: bearer(a.key) });
     expect(own.status).toBe(200);
-    expect(leaks(own).length).toBeGreaterThan(0);
+    expect(leaks(own, '', 'A').length).toBeGreaterThan(0);
   });
 
   it('gets nothing of A and changes nothing of A through any route', async () => {
@@ -161,16 +205,18 @@ describe("account B against account A's identifiers", () => {
         for (const p of op.pathParams) path = path.replace(`{${p}}`, encodeURIComponent(value));
         if (!op.pathParams.length && !op.body) continue;
         for (const headers of asB) {
-          const res = await send(stack.baseUrl, op.method, path, op.body ? { headers, body: bodyWith(op.body, value) } : { headers });
+          const body = op.body ? bodyWith(op.body, value) : undefined;
+          const res = await send(stack.baseUrl, op.method, path, body === undefined ? { headers } : { headers, body });
           calls++;
           const problem = checkAnswer(`B ${op.method} ${path}`, res);
           if (problem) failures.push(problem);
-          const leaked = leaks(res);
+          const leaked = leaks(res, `${path} ${JSON.stringify(body)}`, `B ${op.method} ${path}`);
           if (leaked.length) failures.push(`B ${op.method} ${path} (${value}) received A's ${leaked.join(', ')}: ${res.text.slice(0, 300)}`);
         }
       }
     }
     expect(calls).toBeGreaterThan(100);
+    failures.push(...(await foreignEchoes(b.id)));
     expectNoFailures(failures);
     expect(await snapshot(a.id)).toEqual(before);
   }, 900_000);
@@ -189,10 +235,11 @@ describe("account B against account A's identifiers", () => {
         const res = await send(mcpBase, 'POST', '/', { headers, body: { jsonrpc: '2.0', id: rpc++, method: 'tools/call', params: { name: tool.name, arguments: args } } });
         const problem = checkAnswer(`B tool ${tool.name}`, res);
         if (problem) failures.push(problem);
-        const leaked = leaks(res);
+        const leaked = leaks(res, JSON.stringify(args), `B tool ${tool.name}`);
         if (leaked.length) failures.push(`B tool ${tool.name} (${value}) received A's ${leaked.join(', ')}: ${res.text.slice(0, 300)}`);
       }
     }
+    failures.push(...(await foreignEchoes(b.id)));
     expectNoFailures(failures);
     expect(await snapshot(a.id)).toEqual(before);
   }, 600_000);

@@ -53,7 +53,7 @@ const addMessagesTool = defineTool({
   scopes: WRITE,
   annotations: { readOnlyHint: false },
   run: async (ctx, { session_id, ...body }) => {
-    const receipt = await addMessages(deps(ctx), account(ctx), session_id, body);
+    const receipt = await addMessages(deps(ctx), account(ctx), session_id, body, ctx.principal.audiences?.[0] ?? null);
     return { data: receipt, text: `Accepted: event_id ${receipt.event_id} (status processing). ${POLL}` };
   },
 });

@@ -21,7 +21,13 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       body: MessagesCreateRequest,
       response: { 200: MessagesCreateReceipt, ...errors },
     },
-  }, async (request) => addMessages(memoryDeps(request, opts), principalOf(request).accountId, request.params.s, request.body));
+  }, async (request) => addMessages(
+    memoryDeps(request, opts),
+    principalOf(request).accountId,
+    request.params.s,
+    request.body,
+    principalOf(request).audiences?.[0] ?? null,
+  ));
 
   app.post('/v1/workspaces/:ws/sessions/:s/messages/list', {
     config: { auth: MEMORY_READ },

@@ -605,6 +605,7 @@ describe('event outbox', () => {
       const receipt = await addMessages(
         { em: db.orm.em.fork(), temporal: unreachable.client, taskQueue, log: { warn: (o) => warnings.push(o) } },
         A.account.id, session, { peer_id: peer, messages: [{ role: 'user', content: 'My favourite fjord is Geiranger.' }], infer: true },
+        null,
       );
       expect(receipt.status).toBe('processing');
       // The background start fails (logged), and the event waits, queued.

@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../../shared/auth/api-keys.ts';
+import { ApiClient, createTestAccount, eventually, type Json } from '../helpers/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
+
+// Query over native memory written through the memory routes (no SQL shortcuts): messages and the claim
+// derived from them become evidence once their event succeeded; a corrected claim outranks what it
+// replaced; peer selectors narrow, deleted peers vanish, audiences separate keys of one account, and
+// another account sees nothing.
+
+let db: TestDatabase;
+const temporal = testTemporalClient();
+const taskQueue = uniqueTaskQueue();
+let api: Awaited<ReturnType<typeof startApi>>;
+let worker: Awaited<ReturnType<typeof startWorker>>;
+let client: ApiClient;
+
+const ALL = ['query', 'memory.read', 'memory.write'] as const;
+let key: string;
+let teamA: string;
+let teamB: string;
+let other: string;
+
+async function keyFor(accountId: string, audiences: string[] | null) {
+  const { secret } = await createApiKey(db.orm.em.fork(), accountId, { name: 'k', scopes: [...ALL], maxPreset: 'accuracy', audiences });
+  return secret;
+}
+
+const mem = (bearer: string, method: 'POST' | 'GET' | 'PUT' | 'DELETE', path: string, body?: unknown) =>
+  client.call(method, `/v1/workspaces/default${path}`, { as: { bearer }, ...(body === undefined ? {} : { body }) });
+
+async function waitEvent(bearer: string, eventId: string) {
+  return eventually(async () => {
+    const r = await mem(bearer, 'GET', `/events/${eventId}`);
+    return ['succeeded', 'failed', 'quarantined'].includes(r.body?.status) ? r.body : null;
+  }, `event ${eventId}`, 60_000);
+}
+
+async function say(bearer: string, peer: string, session: string, content: string) {
+  expect((await mem(bearer, 'POST', '/peers', { id: peer })).status).toBe(200);
+  expect((await mem(bearer, 'POST', '/sessions', { id: session })).status).toBe(200);
+  const r = await mem(bearer, 'POST', `/sessions/${session}/messages`, { peer_id: peer, messages: [{ role: 'user', content }] });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  expect((await waitEvent(bearer, r.body.event_id)).status).toBe('succeeded');
+}
+
+const query = async (bearer: string, body: Json) => {
+  const r = await client.post('/v1/query', { as: { bearer }, body: { idempotencyKey: `q-${randomUUID()}`, mode: 'evidence', ...body } });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body.evidence as { text: string; kind: string; origin: Json }[];
+};
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  api = await startApi({ orm: db.orm, temporal, taskQueue });
+  worker = await startWorker({ orm: db.orm, taskQueue });
+  client = new ApiClient(api.baseUrl);
+  const a = await createTestAccount(db.orm, { monthlyCredits: 1000, queryDailyLimit: 1000 });
+  key = await keyFor(a.id, null);
+  teamA = await keyFor(a.id, ['team-a']);
+  teamB = await keyFor(a.id, ['team-b']);
+  other = await keyFor((await createTestAccount(db.orm, { monthlyCredits: 1000 })).id, null);
+  await say(key, 'dana', 'trip', 'I moved to Lisbon in 2019 and I work as a marine biologist.');
+  await say(key, 'omar', 'chat', 'I live in Cairo and I collect antique compasses.');
+  await say(teamA, 'ana', 'hive', 'I keep bees in Ghent, forty hives since 2015.');
+}, 180_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await temporal.close();
+  await db?.drop();
+});
+
+describe('query over native memory', () => {
+  it('returns the message and the claim derived from it, attributed to the peer', async () => {
+    const ev = await query(key, { query: 'Where did Dana move to?', peer_ids: ['dana'] });
+    const kinds = ev.filter((e) => /Lisbon/.test(e.text)).map((e) => e.kind);
+    expect(kinds).toEqual(expect.arrayContaining(['message', 'claim']));
+    for (const e of ev) expect(e.origin.peer).toBe('dana');
+  });
+
+  it('ranks a corrected claim above what it replaced, and the replaced text is no longer a claim', async () => {
+    const list = await mem(key, 'POST', '/claims/list', { peer_id: 'dana' });
+    const claim = list.body.items.find((c: Json) => /Lisbon/.test(c.content));
+    expect(claim, JSON.stringify(list.body)).toBeDefined();
+    const put = await mem(key, 'PUT', `/claims/${claim.id}`, { content: 'Dana moved to Porto in 2021.', head_revision: claim.head_revision, reason: 'moved again' });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    const ev = await query(key, { query: 'Where did Dana move to?', peer_ids: ['dana'] });
+    const porto = ev.findIndex((e) => e.kind === 'claim' && /Porto/.test(e.text));
+    expect(porto).toBeGreaterThanOrEqual(0);
+    expect(ev.some((e) => e.kind === 'claim' && /Lisbon/.test(e.text))).toBe(false);
+    const lisbonMessage = ev.findIndex((e) => e.kind === 'message' && /Lisbon/.test(e.text));
+    if (lisbonMessage >= 0) expect(porto).toBeLessThan(lisbonMessage);
+  });
+
+  it('never returns an unselected peer, and a deleted peer from nowhere', async () => {
+    expect(JSON.stringify(await query(key, { query: 'Cairo compasses', peer_ids: ['dana'] }))).not.toContain('Cairo');
+    expect(JSON.stringify(await query(key, { query: 'Cairo compasses' }))).toContain('Cairo');
+    const del = await mem(key, 'DELETE', '/peers/omar');
+    expect((await waitEvent(key, del.body.event_id)).status).toBe('succeeded');
+    expect(JSON.stringify(await query(key, { query: 'Cairo compasses' }))).not.toContain('Cairo');
+    expect((await client.post('/v1/query', { as: { bearer: key }, body: { idempotencyKey: `q-${randomUUID()}`, mode: 'evidence', query: 'Cairo', peer_ids: ['omar'] } })).status).toBe(403);
+  });
+
+  it('keeps what a key limited to one audience wrote from keys limited to another', async () => {
+    expect(JSON.stringify(await query(teamA, { query: 'bees Ghent hives' }))).toContain('Ghent');
+    expect(JSON.stringify(await query(teamB, { query: 'bees Ghent hives' }))).not.toContain('Ghent');
+    const ev = await query(teamA, { query: 'bees Ghent hives' });
+    for (const e of ev) expect(e.origin.audience).toBe('team-a');
+  });
+
+  it('gives another account nothing', async () => {
+    for (const q of ['Lisbon marine biologist', 'Porto', 'bees Ghent']) {
+      expect(await query(other, { query: q })).toEqual([]);
+    }
+    expect((await client.post('/v1/query', { as: { bearer: other }, body: { idempotencyKey: `q-${randomUUID()}`, mode: 'evidence', query: 'Lisbon', peer_ids: ['dana'] } })).status).toBe(403);
+  });
+});
