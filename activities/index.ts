@@ -2,7 +2,7 @@ import type { ActivityDeps } from './deps.ts';
 import { createAccountDeletionActivities } from './account-deletion.activity.ts';
 import { createIngestActivities } from './ingest.activity.ts';
 import { createRecordSelfCheck } from './record-self-check.activity.ts';
-import { createSettleReservation } from './settle-reservation.activity.ts';
+import { createSettleReservation, createSettleStaleReservations } from './settle-reservation.activity.ts';
 
 /** All activities, bound to their dependencies. Workflows see only the type. */
 export function createActivities(deps: ActivityDeps) {
@@ -10,6 +10,7 @@ export function createActivities(deps: ActivityDeps) {
     recordSelfCheck: createRecordSelfCheck(deps),
     ...createAccountDeletionActivities(deps),
     settleReservation: createSettleReservation(deps),
+    settleStaleReservations: createSettleStaleReservations(deps),
     ...createIngestActivities(deps),
   };
 }

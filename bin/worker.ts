@@ -49,6 +49,7 @@ runMain(async () => {
           ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs },
           metrics,
           workflowBundle,
+          settlementGraceMs: config.metering.settlementGraceMs,
         });
         if (stopping) break;
         logger.info({ identity: current.identity, taskQueue: config.temporal.taskQueue }, 'worker started');

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.ts';
 import type { Orm } from '../db/orm.ts';
@@ -7,6 +8,7 @@ import type { Logger } from '../logger.ts';
 import type { WorkerMetrics } from '../ops/metrics.ts';
 import { activityLogInterceptor } from './activity-log.interceptor.ts';
 import { installTemporalRuntime, temporalLoggerFromPino } from './logging.ts';
+import { ensureCreditSettlementSweeper } from './workflows.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
@@ -42,6 +44,11 @@ export type WorkerDeps = {
   identity?: string;
   /** Activity outcome metrics of this process; absent = not measured. */
   metrics?: WorkerMetrics;
+  /**
+   * SETTLEMENT_GRACE_SECONDS in ms: the worker starts (or reconfigures) the task queue's credit
+   * settlement sweeper with it. Absent = leave the sweeper alone (tests that do not meter).
+   */
+  settlementGraceMs?: number;
 };
 
 export type CairnWorker = { worker: Worker; connection: NativeConnection; identity: string };
@@ -67,5 +74,8 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
     // Give running activities time to finish on SIGTERM before the process exits.
     shutdownGraceTime: '10 seconds',
   });
+  if (deps.settlementGraceMs !== undefined) {
+    await ensureCreditSettlementSweeper(new Client({ connection, namespace: deps.namespace }), deps.taskQueue, deps.settlementGraceMs);
+  }
   return { worker, connection, identity };
 }

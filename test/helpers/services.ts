@@ -58,7 +58,9 @@ export async function startApi(opts: {
 }
 
 /** A real worker on its own task queue, using the run's prebuilt workflow bundle. */
-export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics }) {
+export async function startWorker(opts: {
+  orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics; settlementGraceMs?: number;
+}) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
   const handle: CairnWorker = await createWorker({
     orm: opts.orm,
@@ -69,6 +71,7 @@ export async function startWorker(opts: { orm: Orm; taskQueue: string; logger?: 
     ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000 },
     workflowBundle: { code },
     metrics: opts.metrics,
+    settlementGraceMs: opts.settlementGraceMs,
   });
   const running = handle.worker.run();
   return {

@@ -6,6 +6,7 @@ import { Migration0005Ingest } from './0005-ingest.ts';
 import { Migration0006Memory } from './0006-memory.ts';
 import { Migration0008Oauth } from './0008-oauth.ts';
 import { Migration0009IngestStorage } from './0009-ingest-storage.ts';
+import { Migration0011MeteringFunctions } from './0011-metering-functions.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -22,4 +23,5 @@ export const migrationsList = [
   // later migration still runs a pending earlier one.
   { name: '0008-oauth', class: Migration0008Oauth },
   { name: '0009-ingest-storage', class: Migration0009IngestStorage },
+  { name: '0011-metering-functions', class: Migration0011MeteringFunctions },
 ];
