@@ -50,6 +50,7 @@ runMain(async () => {
           metrics,
           workflowBundle,
           settlementGraceMs: config.metering.settlementGraceMs,
+          maxConcurrentActivities: config.worker.maxConcurrentActivities,
         });
         if (stopping) break;
         logger.info({ identity: current.identity, taskQueue: config.temporal.taskQueue }, 'worker started');

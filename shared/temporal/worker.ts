@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.ts';
+import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import type { WorkerMetrics } from '../ops/metrics.ts';
@@ -49,7 +50,10 @@ export type WorkerDeps = {
    * settlement sweeper with it. Absent = leave the sweeper alone (tests that do not meter).
    */
   settlementGraceMs?: number;
+  /** WORKER_MAX_CONCURRENT_ACTIVITIES; absent = the same default. */
+  maxConcurrentActivities?: number;
 };
+
 
 export type CairnWorker = { worker: Worker; connection: NativeConnection; identity: string };
 
@@ -71,6 +75,9 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
     activities,
     workflowBundle: deps.workflowBundle ?? (await bundleWorkflows(deps.logger)),
     interceptors: { activity: [activityLogInterceptor(deps.logger.child({ component: 'activity' }), deps.metrics)] },
+    // Several ingest jobs at once overlap one job's database waits with another's extraction; the bound
+    // keeps memory predictable. Workflow tasks are small and keep the SDK's default concurrency.
+    maxConcurrentActivityTaskExecutions: deps.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,
     // Give running activities time to finish on SIGTERM before the process exits.
     shutdownGraceTime: '10 seconds',
   });
