@@ -5,6 +5,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
+import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../../shared/config.ts';
 import { extract, type SupportedContentType } from '../../shared/ingest/extract/index.ts';
 import { buildRecords } from '../../shared/ingest/records.ts';
 import { startBenchApi } from '../lib/api.ts';
@@ -153,7 +154,7 @@ export const ingest: Benchmark = {
       { id: 'ingest.big.seconds', label: 'Time to process one 50 MB plain-text file (submission to succeeded)', value: round(bigSeconds), unit: 's' },
     ];
     return {
-      settings: { documents: docs.length, 'corpus MB': round(mb), runs, workers: 1 },
+      settings: { documents: docs.length, 'corpus MB': round(mb), runs, workers: 1, 'activities at once per worker': DEFAULT_MAX_CONCURRENT_ACTIVITIES },
       metrics,
       runs: { bareSeconds: bare.map(round), endToEndSeconds: e2e.map(round) },
       notes: ['The 50 MB file is plain text; its records are built and stored in full.'],
