@@ -91,7 +91,7 @@ export const metering: Benchmark = {
       ],
       runs: { fullP50P95: full.map(round), ledgerP50P95: ledger.map(round), selectOneP50: floor.map(round) },
       notes: [
-        'Before migration 0011 (commit b579e23) reserve and settle took about 20 round trips in two transactions and runMetered started a delayed settlement workflow per reservation (one Temporal RPC): 56.8 ms p50 and 95.9 ms p95 at 8 concurrent on a quiet machine (2026-11-22), 27.8 ms p50 without the workflow start.',
+        'Before migration 0011 (commit b579e23) reserve and settle took about 20 round trips in two transactions and runMetered started a delayed settlement workflow per reservation (one Temporal RPC): 56.8 ms p50 and 95.9 ms p95 at 8 concurrent on a quiet machine (2026-11-22), 27.8 ms p50 without the workflow start. On 2026-11-23, measured right after the new code under the same heavy load from other processes (83.5% of the CPU), the old code gave 385 ms p50 / 703 ms p95 for the full protocol and 87.9 / 204 ms for the two transactions alone, against 95.1 / 175 ms and 78.5 / 145 ms for the new code.',
       ],
     };
   },
