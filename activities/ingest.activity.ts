@@ -61,10 +61,10 @@ export function createIngestActivities(deps: ActivityDeps) {
       }
     },
     async buildIngestRecords(input: { jobId: string; crossSiteRedirect: boolean }) {
-      await recordAttempt(deps.orm.em.fork(), input.jobId, Context.current().info.attempt);
+      const attempt = Context.current().info.attempt;
       try {
         return await withHeartbeats(() =>
-          buildSourceRecords(deps.orm.em.fork(), input.jobId, { crossSiteRedirect: input.crossSiteRedirect }),
+          buildSourceRecords(deps.orm.em.fork(), input.jobId, { crossSiteRedirect: input.crossSiteRedirect }, attempt),
         );
       } catch (err) {
         throw asFailure(err);

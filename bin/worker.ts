@@ -58,6 +58,8 @@ runMain(async () => {
           memoryDeriver: config.memory.deriver,
           metrics,
           workflowBundle,
+          settlementGraceMs: config.metering.settlementGraceMs,
+          maxConcurrentActivities: config.worker.maxConcurrentActivities,
         });
         if (stopping) break;
         logger.info({ identity: current.identity, taskQueue: config.temporal.taskQueue }, 'worker started');

@@ -3,6 +3,13 @@ import { z } from 'zod';
 import type { AnswerConfig } from './answer/types.ts';
 
 /**
+ * Activities (ingest jobs, settlement sweeps, deletions) one worker process runs at once: enough to
+ * overlap one job's database waits with another's extraction, few enough to keep memory predictable
+ * (a 50 MB file needs about 0.5 GB while it is extracted).
+ */
+export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 4;
+
+/**
  * The whole process configuration, read once from the environment by each entrypoint and passed down.
  * Every variable is documented in the README configuration table; keep the two in step.
  */
@@ -89,6 +96,7 @@ const envSchema = z.object({
   DEFAULT_INGEST_MONTHLY_LIMIT: z.coerce.number().int().min(0).default(4000),
   SETTLEMENT_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
+  WORKER_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(200).default(DEFAULT_MAX_CONCURRENT_ACTIVITIES),
   MCP_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   MCP_LOCAL_DEV_ORIGINS: booleanFlag('false'),
   MCP_AUTH_ISSUER: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
@@ -154,6 +162,8 @@ export type Config = {
     accountDeletionWaitMs: number;
   };
   metering: { settlementGraceMs: number; rateLimitPerMinute: number };
+  /** Activities (ingest jobs, sweeps, deletions) one worker process runs at once. */
+  worker: { maxConcurrentActivities: number };
   mcp: {
     /** {mcp_url}: the MCP listener's public address, also the OAuth resource indicator. */
     publicUrl: string;
@@ -259,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       settlementGraceMs: e.SETTLEMENT_GRACE_SECONDS * 1000,
       rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     },
+    worker: { maxConcurrentActivities: e.WORKER_MAX_CONCURRENT_ACTIVITIES },
     mcp: {
       publicUrl: mcpPublicUrl,
       apiMountUrl: `${publicBaseUrl}/mcp`,

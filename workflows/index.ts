@@ -3,5 +3,6 @@
 export { selfCheckWorkflow } from './self-check.workflow.ts';
 export { accountDeletionWorkflow } from './account-deletion.workflow.ts';
 export { creditSettlementWorkflow } from './credit-settlement.workflow.ts';
+export { creditSettlementSweeperWorkflow } from './credit-settlement.workflow.ts';
 export { ingestWorkflow, sourceDeletionWorkflow } from './ingest.workflow.ts';
 export { memoryEventWorkflow } from './memory-event.workflow.ts';

@@ -27,6 +27,11 @@ const BYTES_PIECE = 8 * 1024 * 1024;
 
 /** Sets `table.column` of one row to `text`, sent in pieces and joined by PostgreSQL. Needs a transaction. */
 export async function writeLongText(tx: EntityManager, table: string, column: string, id: string, text: string): Promise<void> {
+  // Most texts are one piece: one statement, and no temporary table to create (a catalog write).
+  if (text.length <= TEXT_PIECE_CHARS) {
+    await bound(tx, `update ${table} set ${column} = ? where id = ?`, [text, id]);
+    return;
+  }
   await bound(tx, 'create temp table if not exists long_text_piece (seq integer primary key, piece text not null) on commit drop', []);
   await bound(tx, 'truncate long_text_piece', []);
   let seq = 0;
@@ -49,11 +54,29 @@ export async function writeLongText(tx: EntityManager, table: string, column: st
  * Reads a bytea column of one row in slices into one buffer. The column should use storage EXTERNAL
  * (uncompressed), so each slice reads only its own TOAST chunks.
  */
-export async function readLongBytes(em: EntityManager, table: string, column: string, keyColumn: string, key: string): Promise<Buffer | null> {
-  const [row] = await bound<{ size: number | null }>(em, `select octet_length(${column}) as size from ${table} where ${keyColumn} = ?`, [key]);
-  if (!row || row.size === null) return null;
-  const out = Buffer.allocUnsafe(row.size);
-  for (let at = 0; at < row.size; at += BYTES_PIECE) {
+export async function readLongBytes(
+  em: EntityManager,
+  table: string,
+  column: string,
+  keyColumn: string,
+  key: string,
+  /** The value's octet_length when the caller already read it (saves a round trip). */
+  knownSize?: number | null,
+): Promise<Buffer | null> {
+  let size = knownSize;
+  if (size === undefined) {
+    const [row] = await bound<{ size: number | null }>(em, `select octet_length(${column}) as size from ${table} where ${keyColumn} = ?`, [key]);
+    size = row?.size;
+  }
+  if (size === null || size === undefined) return null;
+  size = Number(size);
+  // Small values (most uploads) come back in one piece: one round trip, no copy.
+  if (size <= BYTES_PIECE) {
+    const [row] = await bound<{ piece: Buffer }>(em, `select ${column} as piece from ${table} where ${keyColumn} = ?`, [key]);
+    return row?.piece ?? null;
+  }
+  const out = Buffer.allocUnsafe(size);
+  for (let at = 0; at < size; at += BYTES_PIECE) {
     const [piece] = await bound<{ piece: Buffer }>(
       em,
       `select substring(${column} from ? for ?) as piece from ${table} where ${keyColumn} = ?`,

@@ -16,14 +16,27 @@ import { parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 type JobRow = {
   id: string; account_id: string; kind: 'url' | 'file'; status: string; source_url: string | null;
   filename: string | null; content_type: string | null; dated_at: string | null; audience: string | null;
+  /** The stored bytes' content type, final URL and size; null when nothing is stored (yet). */
+  blob_content_type: string | null; blob_final_url: string | null; blob_size: number | null;
 };
 
-async function loadJob(em: EntityManager, jobId: string): Promise<JobRow> {
-  const [job] = await em.getConnection().execute<JobRow[]>(
-    `select id, account_id, kind, status, source_url, filename, content_type, to_char(dated_at, 'YYYY-MM-DD') as dated_at, audience
-       from ingest_job where id = ?`,
-    [jobId],
-  );
+const JOB_COLUMNS = `j.id, j.account_id, j.kind, j.status, j.source_url, j.filename, j.content_type,
+  to_char(j.dated_at, 'YYYY-MM-DD') as dated_at, j.audience, b.content_type as blob_content_type, b.final_url as blob_final_url,
+  octet_length(b.bytes) as blob_size`;
+
+/**
+ * The job and what is stored for it, in one round trip. With `attempt` (the activity's attempt number)
+ * it also records the attempt on the job, in the same statement.
+ */
+async function loadJob(em: EntityManager, jobId: string, attempt?: number): Promise<JobRow> {
+  const [job] = attempt === undefined
+    ? await bound<JobRow>(em, `select ${JOB_COLUMNS} from ingest_job j left join ingest_blob b on b.job_id = j.id where j.id = ?`, [jobId])
+    : await bound<JobRow>(
+      em,
+      `with touched as (update ingest_job set attempts = greatest(attempts, ?), updated_at = now() where id = ? returning *)
+       select ${JOB_COLUMNS} from touched j left join ingest_blob b on b.job_id = j.id`,
+      [attempt, jobId],
+    );
   if (!job) throw new Error(`ingest job ${jobId} does not exist`);
   return job;
 }
@@ -81,16 +94,14 @@ export async function buildSourceRecords(
   em: EntityManager,
   jobId: string,
   fetch: { crossSiteRedirect: boolean } | null,
+  /** The activity attempt, recorded on the job by the first query. */
+  attempt?: number,
 ): Promise<ProcessResult> {
-  const job = await loadJob(em, jobId);
+  const job = await loadJob(em, jobId, attempt);
   // A retry after the transaction below committed (the worker died before reporting): report what was stored.
   if (job.status === 'succeeded' || job.status === 'quarantined') return storedResult(em, jobId, job.status);
-  const [blob] = await bound<{ content_type: string; final_url: string | null }>(
-    em,
-    'select content_type, final_url from ingest_blob where job_id = ?',
-    [jobId],
-  );
-  const bytes = blob && (await readLongBytes(em, 'ingest_blob', 'bytes', 'job_id', jobId));
+  const blob = job.blob_content_type === null ? null : { content_type: job.blob_content_type, final_url: job.blob_final_url };
+  const bytes = blob && (await readLongBytes(em, 'ingest_blob', 'bytes', 'job_id', jobId, job.blob_size));
   if (!blob || !bytes) throw new Error(`ingest job ${jobId} has no stored bytes`);
   const contentType = blob.content_type as SupportedContentType;
   assertContentMatches(bytes, contentType);

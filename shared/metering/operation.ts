@@ -3,16 +3,19 @@ import type { Client } from '@temporalio/client';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { startCreditSettlement } from '../temporal/workflows.ts';
 import { quotaHeaders } from './quotas.ts';
 import { creditHeaders, reserve, settle, type Outcome, type Reserved, type ReserveInput, type Settled } from './reservations.ts';
 
 export type MeteringDeps = {
   em: EntityManager;
-  temporal: Client;
-  taskQueue: string;
-  /** How long the settlement workflow waits before settling a reservation the API did not. */
-  settlementGraceMs: number;
+  /**
+   * No longer used here: reservations the API does not settle are settled by the worker's settlement
+   * sweeper (creditSettlementSweeperWorkflow) after SETTLEMENT_GRACE_SECONDS. Kept so callers that
+   * still pass them compile unchanged.
+   */
+  temporal?: Client;
+  taskQueue?: string;
+  settlementGraceMs?: number;
   logger: Logger;
 };
 
@@ -34,10 +37,11 @@ function withHeaders(err: unknown, headers: Record<string, string>): AppError {
 }
 
 /**
- * Runs one metered operation: reserve the maximum cost (402/429 before any work), hand the reservation
- * to its settlement workflow, do the work, settle, and return the credit and quota headers of spec
- * section 8. If the settlement cannot be recorded the caller gets 503 credit_settlement_failed with the
- * standing debit in the headers, and the workflow settles it later.
+ * Runs one metered operation: reserve the maximum cost (402/429 before any work), do the work, settle,
+ * and return the credit and quota headers of spec section 8. Reserve and settle are one database round
+ * trip each. If the settlement cannot be recorded (or the API dies first) the caller gets 503
+ * credit_settlement_failed with the standing debit in the headers, and the worker's settlement sweeper
+ * settles the reservation once its grace period has passed (base credit kept, provider work refunded).
  */
 export async function runMetered<T>(
   deps: MeteringDeps,
@@ -47,17 +51,6 @@ export async function runMetered<T>(
   const reservationId = input.reservationId ?? randomUUID();
   const reserved = await reserve(deps.em, { ...input, reservationId });
   const quota = reserved.quota ? quotaHeaders(reserved.quota) : {};
-  try {
-    await startCreditSettlement(deps.temporal, deps.taskQueue, reservationId, deps.settlementGraceMs);
-  } catch (err) {
-    // Without a durable owner the reservation must not stay open: give everything back and refuse.
-    deps.logger.error({ err, reservationId }, 'could not start the settlement workflow');
-    const s = await settle(deps.em, reservationId, 'retrieval_failed');
-    throw new AppError(503, 'service_unavailable', 'Background processing is unavailable; nothing was charged.', {
-      ...creditHeaders(s.balance, 0),
-      ...quota,
-    });
-  }
 
   let result: WorkResult<T>;
   try {

@@ -31,18 +31,35 @@ async function usedIn(tx: Tx, accountId: string, metric: Metric, period: 'day' |
   return row?.used ?? 0;
 }
 
+/** A metric's counters from its limits and units used in the current UTC day and month. */
+export function quotaStateOf(
+  metric: Metric,
+  now: Date,
+  daily: { limit: number; used: number },
+  monthly: { limit: number; used: number },
+): QuotaState {
+  return {
+    metric,
+    daily: { ...daily, remaining: Math.max(0, daily.limit - daily.used), resetAt: utcDay(now).end },
+    monthly: { ...monthly, remaining: Math.max(0, monthly.limit - monthly.used), resetAt: utcMonth(now).end },
+  };
+}
+
+/** 429 account_quota_exceeded, retry-after = until the exhausted window resets. */
+export function quotaExceeded(state: QuotaState, window: 'daily' | 'monthly', now: Date): AppError {
+  const exhausted = state[window];
+  return new AppError(429, 'account_quota_exceeded', `The ${state.metric} allowance is used up until ${exhausted.resetAt.toISOString()}.`, {
+    'retry-after': String(secondsUntil(exhausted.resetAt, now)),
+    ...quotaHeaders(state),
+  });
+}
+
 /** The counters of one metric now (no change). */
 export async function readQuota(tx: Tx, accountId: string, metric: Metric, now = new Date()): Promise<QuotaState> {
   const limits = await limitsFor(tx, accountId, metric);
-  const day = utcDay(now);
-  const month = utcMonth(now);
-  const dUsed = await usedIn(tx, accountId, metric, 'day', day.start);
-  const mUsed = await usedIn(tx, accountId, metric, 'month', month.start);
-  return {
-    metric,
-    daily: { limit: limits.daily, used: dUsed, remaining: Math.max(0, limits.daily - dUsed), resetAt: day.end },
-    monthly: { limit: limits.monthly, used: mUsed, remaining: Math.max(0, limits.monthly - mUsed), resetAt: month.end },
-  };
+  const dUsed = await usedIn(tx, accountId, metric, 'day', utcDay(now).start);
+  const mUsed = await usedIn(tx, accountId, metric, 'month', utcMonth(now).start);
+  return quotaStateOf(metric, now, { limit: limits.daily, used: dUsed }, { limit: limits.monthly, used: mUsed });
 }
 
 /**
@@ -52,13 +69,8 @@ export async function readQuota(tx: Tx, accountId: string, metric: Metric, now =
  */
 export async function consumeQuota(tx: Tx, accountId: string, metric: Metric, now = new Date()): Promise<QuotaState> {
   const state = await readQuota(tx, accountId, metric, now);
-  const exhausted = state.daily.remaining <= 0 ? state.daily : state.monthly.remaining <= 0 ? state.monthly : null;
-  if (exhausted) {
-    throw new AppError(429, 'account_quota_exceeded', `The ${metric} allowance is used up until ${exhausted.resetAt.toISOString()}.`, {
-      'retry-after': String(secondsUntil(exhausted.resetAt, now)),
-      ...quotaHeaders(state),
-    });
-  }
+  if (state.daily.remaining <= 0) throw quotaExceeded(state, 'daily', now);
+  if (state.monthly.remaining <= 0) throw quotaExceeded(state, 'monthly', now);
   for (const [period, start] of [['day', utcDay(now).start], ['month', utcMonth(now).start]] as const) {
     await q(
       tx,

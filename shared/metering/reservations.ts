@@ -1,8 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors.ts';
-import { applyLedger, lockBalance, q, type Balance } from './ledger.ts';
+import { bound } from '../db/sql.ts';
+import { lockBalance, type Balance } from './ledger.ts';
 import { isoDate } from './periods.ts';
-import { consumeQuota, type Metric, type QuotaState } from './quotas.ts';
+import { quotaExceeded, quotaStateOf, type Metric, type QuotaState } from './quotas.ts';
 
 // The reservation protocol of spec section 8: hold the maximum possible cost before any work starts
 // (402 when it cannot be covered), then settle exactly once: charge what was used and refund the rest.
@@ -31,79 +32,101 @@ export type Outcome = 'completed' | 'retrieval_failed' | 'failed_after_retrieval
 
 export type Settled = { reservationId: string; charged: number; refunded: number; balance: Balance };
 
-export async function reserve(em: EntityManager, input: ReserveInput): Promise<Reserved> {
-  return em.transactional(async (tx) => {
-    const balance = await lockBalance(tx, input.accountId);
-    const quota = input.consumeQuota ? await consumeQuota(tx, input.accountId, input.metric) : null;
-    const cost = input.baseCost + input.maxProviderCost;
-    if (balance.monthly + balance.onboarding < cost) {
-      // Thrown inside the transaction: the quota unit above is rolled back with it.
-      throw new AppError(402, 'account_credits_exhausted', 'Not enough credits for this operation.', creditHeaders(balance, 0));
-    }
-    const fromMonthly = Math.min(cost, balance.monthly); // monthly credits are spent first
-    const fromOnboarding = cost - fromMonthly;
-    const created = await q(
-      tx,
-      `insert into credit_reservation (id, account_id, metric, base_cost, max_provider_cost, from_monthly, from_onboarding, status)
-       values (?, ?, ?, ?, ?, ?, ?, 'held') on conflict (id) do nothing returning id`,
-      [input.reservationId, input.accountId, input.metric, input.baseCost, input.maxProviderCost, fromMonthly, fromOnboarding],
-    );
-    if (created.length === 0) throw new AppError(409, 'operation_in_progress', 'This reservation already exists.');
-    const after = await applyLedger(tx, balance, {
-      kind: 'reserve', key: `reserve:${input.reservationId}`, amount: cost,
-      monthlyDelta: -fromMonthly, onboardingDelta: -fromOnboarding,
-      reservationId: input.reservationId, metric: input.metric,
-    });
-    return { reservationId: input.reservationId, held: cost, balance: after, quota };
-  });
-}
-
-type ReservationRow = {
-  account_id: string; metric: Metric; base_cost: number; max_provider_cost: number;
-  from_monthly: number; from_onboarding: number; status: 'held' | 'settled'; charged: number | null; refunded: number | null;
+type BalanceColumns = {
+  r_monthly: number; r_onboarding: number; r_period_start: string; r_period_end: string; r_allowance: number;
+};
+type ReserveRow = BalanceColumns & {
+  r_status: 'ok' | 'no_account' | 'stale' | 'quota_day' | 'quota_month' | 'credits' | 'exists';
+  r_daily_limit: number; r_daily_used: number; r_monthly_limit: number; r_monthly_used: number;
+};
+type SettleRow = BalanceColumns & {
+  r_status: 'ok' | 'not_found' | 'stale'; r_account: string; r_charged: number; r_refunded: number;
 };
 
-/** Settles a reservation exactly once; settling again returns the first settlement's numbers. */
+const utcMidnight = (isoDay: string) => new Date(`${isoDay}T00:00:00.000Z`);
+const balanceOf = (accountId: string, r: BalanceColumns): Balance => ({
+  accountId,
+  periodStart: utcMidnight(r.r_period_start),
+  periodEnd: utcMidnight(r.r_period_end),
+  monthly: r.r_monthly,
+  onboarding: r.r_onboarding,
+  monthlyAllowance: r.r_allowance,
+});
+
+/**
+ * Calls one of the metering functions of migration 0011 (one round trip, one transaction). When the
+ * balance does not exist yet or its monthly period has ended, the function answers 'stale' without
+ * writing; the balance is then created or renewed by lockBalance (the one place that grants credits)
+ * and the function is called again.
+ */
+async function callRenewing<T extends { r_status: string }>(
+  em: EntityManager,
+  sql: string,
+  params: unknown[],
+  accountOf: (row: T) => string,
+  now: Date,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const [row] = await bound<T>(em, sql, params);
+    if (row!.r_status !== 'stale') return row!;
+    if (attempt > 2) throw new Error('the credit balance could not be renewed');
+    await em.transactional((tx) => lockBalance(tx, accountOf(row!), now));
+  }
+}
+
+/**
+ * Holds the maximum cost of an operation and spends one unit of its allowance (when asked), in one
+ * round trip: 429 when the allowance is used up, else 402 when the credits cannot cover it; nothing is
+ * written on a refusal. Monthly credits are spent first.
+ */
+export async function reserve(em: EntityManager, input: ReserveInput, now = new Date()): Promise<Reserved> {
+  const r = await callRenewing<ReserveRow>(
+    em,
+    'select * from cairn_reserve(?, ?, ?, ?, ?, ?, ?)',
+    [input.reservationId, input.accountId, input.metric, input.baseCost, input.maxProviderCost, input.consumeQuota, now],
+    () => input.accountId,
+    now,
+  );
+  if (r.r_status === 'no_account') throw new AppError(404, 'not_found', 'No such account.');
+  const balance = balanceOf(input.accountId, r);
+  const quotaState = (): QuotaState => quotaStateOf(input.metric, now,
+    { limit: r.r_daily_limit, used: r.r_daily_used }, { limit: r.r_monthly_limit, used: r.r_monthly_used });
+  if (r.r_status === 'quota_day' || r.r_status === 'quota_month') throw quotaExceeded(quotaState(), r.r_status === 'quota_day' ? 'daily' : 'monthly', now);
+  if (r.r_status === 'credits') {
+    throw new AppError(402, 'account_credits_exhausted', 'Not enough credits for this operation.', creditHeaders(balance, 0));
+  }
+  if (r.r_status === 'exists') throw new AppError(409, 'operation_in_progress', 'This reservation already exists.');
+  return {
+    reservationId: input.reservationId,
+    held: input.baseCost + input.maxProviderCost,
+    balance,
+    quota: input.consumeQuota ? quotaState() : null,
+  };
+}
+
+/**
+ * Settles a reservation exactly once, in one round trip; settling again returns the first
+ * settlement's numbers. `completed`/`failed_after_retrieval` keep the base cost plus the provider work
+ * used (capped at the maximum held), `abandoned` keeps the base cost, `retrieval_failed` refunds all;
+ * refunds go back onboarding credits first, then monthly.
+ */
 export async function settle(
   em: EntityManager,
   reservationId: string,
   outcome: Outcome,
   providerCostUsed = 0,
+  now = new Date(),
 ): Promise<Settled> {
-  return em.transactional(async (tx) => {
-    const [owner] = await q<{ account_id: string }>(tx, 'select account_id from credit_reservation where id = ?', [reservationId]);
-    if (!owner) throw new AppError(404, 'not_found', 'No such reservation.');
-    // Lock order everywhere: balance, then reservation.
-    let balance = await lockBalance(tx, owner.account_id);
-    const [r] = await q<ReservationRow>(tx, 'select * from credit_reservation where id = ? for update', [reservationId]);
-    if (r!.status === 'settled') return { reservationId, charged: r!.charged!, refunded: r!.refunded!, balance };
-
-    const held = r!.base_cost + r!.max_provider_cost;
-    const provider = Math.min(Math.max(0, Math.floor(providerCostUsed)), r!.max_provider_cost);
-    const charged =
-      outcome === 'retrieval_failed' ? 0 : outcome === 'abandoned' ? r!.base_cost : r!.base_cost + provider;
-    const refund = held - charged;
-    // Refund in reverse order of spending: onboarding credits first, then monthly.
-    const toOnboarding = Math.min(refund, r!.from_onboarding);
-    const toMonthly = refund - toOnboarding;
-
-    balance = await applyLedger(tx, balance, {
-      kind: 'charge', key: `charge:${reservationId}`, amount: charged, monthlyDelta: 0, onboardingDelta: 0,
-      reservationId, metric: r!.metric, reason: outcome,
-    });
-    if (refund > 0) {
-      balance = await applyLedger(tx, balance, {
-        kind: 'refund', key: `refund:${reservationId}`, amount: refund,
-        monthlyDelta: toMonthly, onboardingDelta: toOnboarding, reservationId, metric: r!.metric, reason: outcome,
-      });
-    }
-    await q(
-      tx,
-      `update credit_reservation set status = 'settled', charged = ?, refunded = ?, outcome = ?, settled_at = now() where id = ?`,
-      [charged, refund, outcome, reservationId],
-    );
-    return { reservationId, charged, refunded: refund, balance };
-  });
+  const provider = Math.max(0, Math.floor(providerCostUsed));
+  const r = await callRenewing<SettleRow>(
+    em,
+    'select * from cairn_settle(?, ?, ?, ?)',
+    [reservationId, outcome, provider, now],
+    (row) => row.r_account,
+    now,
+  );
+  if (r.r_status === 'not_found') throw new AppError(404, 'not_found', 'No such reservation.');
+  return { reservationId, charged: r.r_charged, refunded: r.r_refunded, balance: balanceOf(r.r_account, r) };
 }
 
 export function creditHeaders(b: Balance, cost: number): Record<string, string> {
@@ -114,4 +137,15 @@ export function creditHeaders(b: Balance, cost: number): Record<string, string> 
     'x-service-credit-onboarding-remaining': String(b.onboarding),
     'x-service-credit-monthly-period': isoDate(b.periodStart),
   };
+}
+
+/** Held reservations older than `olderThanMs`, oldest first: the ones the API did not settle. */
+export async function staleReservations(em: EntityManager, olderThanMs: number, limit: number): Promise<string[]> {
+  const rows = await bound<{ id: string }>(
+    em,
+    `select id from credit_reservation where status = 'held' and created_at < now() - ? * interval '1 millisecond'
+      order by created_at limit ?`,
+    [olderThanMs, limit],
+  );
+  return rows.map((r) => r.id);
 }

@@ -1,13 +1,16 @@
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.ts';
+import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import type { OpenAiDeriverConfig } from '../memory/openai-deriver.ts';
 import type { WorkerMetrics } from '../ops/metrics.ts';
 import { activityLogInterceptor } from './activity-log.interceptor.ts';
 import { installTemporalRuntime, temporalLoggerFromPino } from './logging.ts';
+import { ensureCreditSettlementSweeper } from './workflows.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
@@ -45,7 +48,15 @@ export type WorkerDeps = {
   identity?: string;
   /** Activity outcome metrics of this process; absent = not measured. */
   metrics?: WorkerMetrics;
+  /**
+   * SETTLEMENT_GRACE_SECONDS in ms: the worker starts (or reconfigures) the task queue's credit
+   * settlement sweeper with it. Absent = leave the sweeper alone (tests that do not meter).
+   */
+  settlementGraceMs?: number;
+  /** WORKER_MAX_CONCURRENT_ACTIVITIES; absent = the same default. */
+  maxConcurrentActivities?: number;
 };
+
 
 export type CairnWorker = { worker: Worker; connection: NativeConnection; identity: string };
 
@@ -68,8 +79,14 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
     activities,
     workflowBundle: deps.workflowBundle ?? (await bundleWorkflows(deps.logger)),
     interceptors: { activity: [activityLogInterceptor(deps.logger.child({ component: 'activity' }), deps.metrics)] },
+    // Several ingest jobs at once overlap one job's database waits with another's extraction; the bound
+    // keeps memory predictable. Workflow tasks are small and keep the SDK's default concurrency.
+    maxConcurrentActivityTaskExecutions: deps.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,
     // Give running activities time to finish on SIGTERM before the process exits.
     shutdownGraceTime: '10 seconds',
   });
+  if (deps.settlementGraceMs !== undefined) {
+    await ensureCreditSettlementSweeper(new Client({ connection, namespace: deps.namespace }), deps.taskQueue, deps.settlementGraceMs);
+  }
   return { worker, connection, identity };
 }

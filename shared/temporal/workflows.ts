@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type {
   accountDeletionWorkflow,
-  creditSettlementWorkflow,
+  creditSettlementSweeperWorkflow,
   ingestWorkflow,
   memoryEventWorkflow,
   selfCheckWorkflow,
@@ -42,19 +42,6 @@ export async function startAccountDeletion(client: Client, taskQueue: string, ac
     args: [{ accountId }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-  });
-}
-
-export const creditSettlementWorkflowId = (reservationId: string) => `credit-settlement-${reservationId}`;
-
-/** Starts the durable owner of a reservation; it runs after `graceMs` unless the API settled first. */
-export async function startCreditSettlement(client: Client, taskQueue: string, reservationId: string, graceMs: number) {
-  return client.workflow.start<typeof creditSettlementWorkflow>('creditSettlementWorkflow', {
-    taskQueue,
-    workflowId: creditSettlementWorkflowId(reservationId),
-    args: [{ reservationId }],
-    startDelay: graceMs,
-    workflowIdConflictPolicy: 'USE_EXISTING',
   });
 }
 
@@ -108,5 +95,23 @@ export async function startMemoryEvent(client: Client, taskQueue: string, eventI
   }).catch((err: unknown) => {
     if ((err as { name?: string }).name === 'WorkflowExecutionAlreadyStartedError') return null;
     throw err;
+  });
+}
+
+export const creditSettlementSweeperWorkflowId = (taskQueue: string) => `credit-settlement-sweeper-${taskQueue}`;
+
+/**
+ * Makes sure the one settlement sweeper of this task queue runs, with this grace period: starts it, or
+ * signals the running one its (possibly changed) settings. Called by every worker at start; one RPC.
+ * It sweeps every grace period, at least every second and at most every minute.
+ */
+export async function ensureCreditSettlementSweeper(client: Client, taskQueue: string, graceMs: number) {
+  const config = { graceMs, intervalMs: Math.min(60_000, Math.max(1000, graceMs)) };
+  return client.workflow.signalWithStart<typeof creditSettlementSweeperWorkflow, [typeof config]>('creditSettlementSweeperWorkflow', {
+    taskQueue,
+    workflowId: creditSettlementSweeperWorkflowId(taskQueue),
+    args: [config],
+    signal: 'configureCreditSettlementSweeper', // configureSweeperSignal in workflows/credit-settlement.workflow.ts
+    signalArgs: [config],
   });
 }

@@ -59,7 +59,8 @@ export async function startApi(opts: {
 
 /** A real worker on its own task queue, using the run's prebuilt workflow bundle. */
 export async function startWorker(opts: {
-  orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics; memoryDeriver?: WorkerDeps['memoryDeriver'];
+  orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics;
+  memoryDeriver?: WorkerDeps['memoryDeriver']; settlementGraceMs?: number;
 }) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
   const handle: CairnWorker = await createWorker({
@@ -72,6 +73,7 @@ export async function startWorker(opts: {
     workflowBundle: { code },
     metrics: opts.metrics,
     memoryDeriver: opts.memoryDeriver,
+    settlementGraceMs: opts.settlementGraceMs,
   });
   const running = handle.worker.run();
   return {

@@ -10,7 +10,7 @@ import { AfterRetrievalError, runMetered, type MeteringDeps } from '../../shared
 import { consumeQuota, readQuota } from '../../shared/metering/quotas.ts';
 import { createRateLimiter } from '../../shared/metering/rate-limit.ts';
 import { reserve, settle } from '../../shared/metering/reservations.ts';
-import { startCreditSettlement } from '../../shared/temporal/workflows.ts';
+import { creditSettlementSweeperWorkflowId } from '../../shared/temporal/workflows.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { memoryLogger, startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
@@ -123,6 +123,20 @@ describe('credit ledger', () => {
     expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
   });
 
+  it('reserving or settling in a new period renews the balance first, once (the functions answer stale)', async () => {
+    const id = await newAccount({ monthly: 5, onboarding: 4 });
+    const first = await reserve(db.orm.em.fork(), { reservationId: randomUUID(), accountId: id, metric: 'query', baseCost: 6, maxProviderCost: 0, consumeQuota: false });
+    expect([first.balance.monthly, first.balance.onboarding]).toEqual([0, 3]);
+    const nextPeriod = new Date(first.balance.periodEnd.getTime() + 3_600_000);
+    const r = await reserve(db.orm.em.fork(), { reservationId: randomUUID(), accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 2, consumeQuota: false }, nextPeriod);
+    expect(r.balance.periodStart.toISOString()).toBe(first.balance.periodEnd.toISOString());
+    expect([r.balance.monthly, r.balance.onboarding]).toEqual([2, 3]);
+    const s = await settle(db.orm.em.fork(), r.reservationId, 'completed', 1, nextPeriod);
+    expect([s.charged, s.refunded, s.balance.monthly]).toEqual([2, 1, 3]);
+    expect(await ledgerRows(id, 'period_reset')).toHaveLength(1);
+    expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
+  });
+
   it('limit changes are ledger rows', async () => {
     const id = await newAccount({ monthly: 1, onboarding: 0 });
     await changeLimits(db.orm.em.fork(), id, { queryDailyLimit: 7 }, randomUUID());
@@ -199,22 +213,21 @@ describe('metered operations (reserve, work, settle)', () => {
     expect(err.headers).toMatchObject({ 'x-service-credit-cost': '1', 'x-service-credit-remaining': '2' });
   });
 
-  it('when the settlement cannot be recorded: 503 credit_settlement_failed showing the standing debit, then the workflow settles', async () => {
+  it('when the settlement cannot be recorded: 503 credit_settlement_failed showing the standing debit, then the sweeper settles', async () => {
     const id = await newAccount({ monthly: 5, onboarding: 0 });
     const conn = db.orm.em.fork().getConnection();
     await conn.execute(`create or replace function block_charges() returns trigger language plpgsql as $$
       begin if new.kind = 'charge' and new.account_id = '${id}' then raise exception 'ledger unavailable'; end if; return new; end $$`);
     await conn.execute('create trigger block_charges before insert on credit_ledger for each row execute function block_charges()');
-    const worker = await startWorker({ orm: db.orm, taskQueue });
+    const worker = await startWorker({ orm: db.orm, taskQueue, settlementGraceMs: 1500 });
     try {
-      const d = { ...deps(), settlementGraceMs: 1500 };
-      const err = await runMetered(d, { accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 2, consumeQuota: false }, async () => ({
+      const err = await runMetered(deps(), { accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 2, consumeQuota: false }, async () => ({
         value: 1, outcome: 'completed', providerCost: 0,
       })).catch((e: unknown) => e as AppError);
       expect(err).toMatchObject({ status: 503, code: 'credit_settlement_failed' });
       expect(err.headers).toMatchObject({ 'x-service-credit-cost': '3', 'x-service-credit-remaining': '2' });
       await conn.execute('drop trigger block_charges on credit_ledger');
-      // The settlement workflow (started at reservation) settles it: base kept, provider part refunded.
+      // The worker's settlement sweeper settles it after the grace period: base kept, provider part refunded.
       await expect.poll(async () => (await getBalance(db.orm.em.fork(), id)).monthly, { timeout: 30_000, interval: 250 }).toBe(4);
       expect(await ledgerRows(id, 'charge')).toHaveLength(1);
       expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
@@ -227,21 +240,47 @@ describe('metered operations (reserve, work, settle)', () => {
   it('a worker killed between reservation and settlement: after restart the reservation still settles, once', async () => {
     const id = await newAccount({ monthly: 5, onboarding: 0 });
     const queue = uniqueTaskQueue();
-    const first = await startWorker({ orm: db.orm, taskQueue: queue });
+    const first = await startWorker({ orm: db.orm, taskQueue: queue, settlementGraceMs: 1500 });
     const reservationId = randomUUID();
     await reserve(db.orm.em.fork(), { reservationId, accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 3, consumeQuota: false });
-    await startCreditSettlement(temporal.client, queue, reservationId, 1500);
-    await first.stop(); // the API "dies" without settling and the worker goes down before the delay
+    await first.stop(); // the API "dies" without settling and the worker goes down before the grace period ends
     expect((await getBalance(db.orm.em.fork(), id)).monthly).toBe(1);
-    const second = await startWorker({ orm: db.orm, taskQueue: queue });
+    const second = await startWorker({ orm: db.orm, taskQueue: queue, settlementGraceMs: 1500 });
     try {
       await expect.poll(async () => (await getBalance(db.orm.em.fork(), id)).monthly, { timeout: 30_000, interval: 250 }).toBe(4);
-      const handle = temporal.client.workflow.getHandle(`credit-settlement-${reservationId}`);
-      expect(await handle.result()).toMatchObject({ charged: 1, refunded: 3 });
+      // Both workers joined one sweeper (a fixed id per task queue), which keeps running.
+      const sweeper = await temporal.client.workflow.getHandle(creditSettlementSweeperWorkflowId(queue)).describe();
+      expect(sweeper.status.name).toBe('RUNNING');
+      // Later sweeps and a late settlement by the API change nothing: settled exactly once, as abandoned.
+      await new Promise((r) => setTimeout(r, 3500));
+      expect(await settle(db.orm.em.fork(), reservationId, 'completed', 3)).toMatchObject({ charged: 1, refunded: 3 });
       expect(await ledgerRows(id, 'charge')).toHaveLength(1);
+      expect(await ledgerRows(id, 'refund')).toHaveLength(1);
+      expect((await getBalance(db.orm.em.fork(), id)).monthly).toBe(4);
       expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
     } finally {
       await second.stop();
+    }
+  });
+
+  it('the sweeper settles reservations older than the grace period and leaves younger ones alone', async () => {
+    const id = await newAccount({ monthly: 10, onboarding: 0 });
+    const old = randomUUID();
+    const young = randomUUID();
+    for (const reservationId of [old, young]) {
+      await reserve(db.orm.em.fork(), { reservationId, accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 3, consumeQuota: false });
+    }
+    await db.orm.em.fork().getConnection().execute(`update credit_reservation set created_at = now() - interval '2 minutes' where id = ?`, [old]);
+    const worker = await startWorker({ orm: db.orm, taskQueue: uniqueTaskQueue(), settlementGraceMs: 60_000 });
+    try {
+      const status = async (rid: string) =>
+        (await db.orm.em.fork().getConnection().execute<{ status: string }[]>('select status from credit_reservation where id = ?', [rid]))[0]?.status;
+      await expect.poll(() => status(old), { timeout: 30_000, interval: 250 }).toBe('settled');
+      expect(await status(young)).toBe('held');
+      expect((await getBalance(db.orm.em.fork(), id)).monthly).toBe(10 - 1 - 4);
+      expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
+    } finally {
+      await worker.stop();
     }
   });
 });
