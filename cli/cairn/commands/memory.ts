@@ -155,7 +155,7 @@ const change = (verb: 'correct' | 'withdraw') => defineCommand({
     const f = parseFlags(z.object({
       reason: z.string().min(1),
       'head-revision': z.string().min(1).optional(),
-      content: verb === 'correct' ? z.string().min(1) : z.undefined(),
+      content: verb === 'correct' ? z.string().min(1) : z.undefined().optional(),
     }), ctx.args);
     const id = ctx.args.positionals[0]!;
     const head_revision = await headRevision(ctx, id, f['head-revision']);
