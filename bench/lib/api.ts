@@ -4,6 +4,7 @@ import { buildApp } from '../../api/app.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
 import { createLogger } from '../../shared/logger.ts';
+import { createOauthServer } from '../../shared/oauth/server.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import { createTemporalClient } from '../../shared/temporal/client.ts';
 import type { Infra } from './infra.ts';
@@ -23,6 +24,8 @@ export async function startBenchApi(
   opts: {
     orm: Orm;
     temporalAddress?: string;
+    /** Also mount the MCP endpoint under /mcp (with the built-in authorization server, as bin/api.ts). */
+    mcp?: boolean;
     rateLimiter?: RateLimiter;
     env?: Record<string, string>;
     extend?: (app: FastifyInstance) => void;
@@ -37,11 +40,13 @@ export async function startBenchApi(
   const logger = createLogger(config, { name: 'api', destination: pino.destination(2) });
   const temporal = createTemporalClient(opts.temporalAddress ?? '127.0.0.1:9', config.temporal.namespace);
   infra.onStop(() => temporal.close());
+  const oauth = opts.mcp ? await createOauthServer({ config, orm: opts.orm }) : undefined;
   const app = await buildApp({
     config,
     logger,
     orm: opts.orm,
     temporal,
+    ...(oauth ? { oauth } : {}),
     ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
     readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => temporal.ping() },
   });

