@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient, createKey, createTestAccount, signIn, sqlClient, type Json, type Sql, type TestAccount } from '../helpers/accounts.ts';
+import { cairnHome, finished, spawnCairn } from '../helpers/cairn.ts';
 import { launchChromium, openConsole, screenshot, signInThroughConsole, type ConsolePage } from '../helpers/browser.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startFixtureServer } from '../helpers/fixture-server.ts';
@@ -52,6 +53,16 @@ afterAll(async () => {
 });
 
 const bearer = (token: string) => ({ as: { bearer: token } });
+/** Polls `probe` (every 100 ms, up to 30 s) until it returns a value. */
+async function waitFor<T>(probe: () => T | undefined, what: string): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 const heading = (name: string | RegExp) => tab.page.getByRole('heading', { name, level: 1 });
 const waitUntil = async (probe: () => Promise<boolean>, what: string, timeoutMs = 30_000) => {
   const deadline = Date.now() + timeoutMs;
@@ -181,6 +192,31 @@ describe('the console in Chromium', () => {
     await tab.page.getByRole('button', { name: 'Approve' }).click();
     await tab.page.getByRole('alert').filter({ hasText: 'This code has expired or was already used. Run `cairn login` again' }).waitFor();
     expect((await api.post('/v1/auth/cli/token', { body: { deviceCode: late.body.deviceCode } })).body.error.code).toBe('device_code_expired');
+  });
+
+  it('approves the code the real `cairn login` prints, and the CLI then holds a session of that account', async () => {
+    const home = await cairnHome();
+    try {
+      const login = spawnCairn(['login', '--base-url', stack.baseUrl, '--no-browser'], home.env);
+      const url = await waitFor(() => /open (\S+\/device\?code=\S+)/.exec(login.output.stderr)?.[1], 'the verification URL on stderr');
+      const code = /confirm the code: (\S+)/.exec(login.output.stderr)?.[1];
+      expect(url).toBe(`${stack.baseUrl}/device?code=${code}`);
+      const page = await openConsole(browser, stack.baseUrl);
+      await page.page.goto(url);
+      await signInThroughConsole(page.page, alice, url);
+      expect(await page.page.getByLabel('Code shown in your terminal').inputValue()).toBe(code);
+      await page.page.getByRole('button', { name: 'Approve' }).click();
+      await page.page.getByRole('heading', { name: 'CLI sign-in approved' }).waitFor();
+      expect(page.problems).toEqual([]);
+      await page.context.close();
+      const done = await finished(login);
+      expect(done.code, done.stderr).toBe(0);
+      const whoami = await finished(spawnCairn(['whoami', '--base-url', stack.baseUrl, '--json'], home.env));
+      expect(whoami.code, whoami.stderr).toBe(0);
+      expect(JSON.stringify(whoami.json)).toContain(alice.email);
+    } finally {
+      await home.remove();
+    }
   });
 
   it('lists sources and ingest jobs with status and failure message, and deletes a source', async () => {
