@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { startBenchApi } from '../lib/api.ts';
@@ -9,6 +8,7 @@ import { assertLoopback } from '../lib/load.ts';
 import type { Metric } from '../lib/results.ts';
 import { median, round, summarize } from '../lib/stats.ts';
 import { spawnBenchWorker } from '../lib/worker-process.ts';
+import { sampleFromWorker } from '../lib/worker-sample.ts';
 
 // Issue 8 acceptance: tools/call latency of query_context and add_messages_to_session on the hosted MCP
 // endpoint next to the equivalent REST calls, same server, same account, same load. Target: within 1.5×.
@@ -17,18 +17,8 @@ const CONNECTIONS = 8;
 
 function closedLoop(opts: ClosedLoopOptions): Promise<ClosedLoopSample> {
   assertLoopback(opts.url);
-  const worker = new Worker(new URL('../lib/closed-loop-worker.ts', import.meta.url), { workerData: opts });
-  return new Promise<ClosedLoopSample>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`load against ${opts.url} did not finish`)), (opts.durationSeconds + 60) * 1000);
-    worker.once('message', (m: { sample: ClosedLoopSample }) => {
-      clearTimeout(timer);
-      resolve(m.sample);
-    });
-    worker.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-  }).finally(() => void worker.terminate());
+  const script = new URL('../lib/closed-loop-worker.ts', import.meta.url);
+  return sampleFromWorker<ClosedLoopSample>(script, opts, (opts.durationSeconds + 60) * 1000, `load against ${opts.url}`);
 }
 
 export const mcp: Benchmark = {

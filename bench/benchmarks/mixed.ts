@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Worker } from 'node:worker_threads';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { createRateLimiter } from '../../shared/metering/rate-limit.ts';
@@ -13,6 +12,7 @@ import { lineChartSvg } from '../lib/plot.ts';
 import type { Metric } from '../lib/results.ts';
 import { round, summarize } from '../lib/stats.ts';
 import { spawnBenchWorker } from '../lib/worker-process.ts';
+import { sampleFromWorker } from '../lib/worker-sample.ts';
 
 // Issue 10 load: a mixed workload (queries in all three modes, native-memory message writes, live
 // file ingests) against the real API, one worker process, Temporal and PostgreSQL, at rising
@@ -51,22 +51,8 @@ type Level = {
 
 function runLevel(opts: MixedOptions): Promise<MixedSample> {
   assertLoopback(opts.baseUrl);
-  const worker = new Worker(new URL('../lib/mixed-worker.ts', import.meta.url), { workerData: opts });
-  const deadlineMs = (opts.durationSeconds + 60) * 1000;
-  return new Promise<MixedSample>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      void worker.terminate();
-      reject(new Error(`mixed load level ${opts.connections} did not finish within ${deadlineMs} ms`));
-    }, deadlineMs);
-    worker.once('message', (m: { sample: MixedSample }) => {
-      clearTimeout(timer);
-      resolve(m.sample);
-    });
-    worker.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-  }).finally(() => void worker.terminate());
+  const script = new URL('../lib/mixed-worker.ts', import.meta.url);
+  return sampleFromWorker<MixedSample>(script, opts, (opts.durationSeconds + 60) * 1000, `mixed load level ${opts.connections}`);
 }
 
 function summarizeLevel(connections: number, s: MixedSample): Level {
