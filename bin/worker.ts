@@ -37,7 +37,8 @@ runMain(async () => {
     sweeper.stop();
     await temporalClient.close().catch((err: unknown) => logger.debug({ err }, 'closing the sweeper Temporal client failed'));
     metricsServer?.close();
-    current?.worker.shutdown();
+    // The SDK worker may already be draining on its own (its server went away first); shutdown() then throws.
+    if (current?.worker.getState() === 'RUNNING') current.worker.shutdown();
     await running;
   }, config.shutdownTimeoutMs);
   exitWithSupervisor();

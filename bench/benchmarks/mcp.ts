@@ -3,23 +3,16 @@ import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
-import type { ClosedLoopOptions, ClosedLoopSample } from '../lib/closed-loop-worker.ts';
-import { assertLoopback } from '../lib/load.ts';
+import { closedLoop } from '../lib/closed-loop.ts';
+import { waitForBackgroundWork } from '../lib/drain.ts';
 import type { Metric } from '../lib/results.ts';
 import { median, round, summarize } from '../lib/stats.ts';
 import { spawnBenchWorker } from '../lib/worker-process.ts';
-import { sampleFromWorker } from '../lib/worker-sample.ts';
 
 // Issue 8 acceptance: tools/call latency of query_context and add_messages_to_session on the hosted MCP
 // endpoint next to the equivalent REST calls, same server, same account, same load. Target: within 1.5×.
 
 const CONNECTIONS = 8;
-
-function closedLoop(opts: ClosedLoopOptions): Promise<ClosedLoopSample> {
-  assertLoopback(opts.url);
-  const script = new URL('../lib/closed-loop-worker.ts', import.meta.url);
-  return sampleFromWorker<ClosedLoopSample>(script, opts, (opts.durationSeconds + 60) * 1000, `load against ${opts.url}`);
-}
 
 export const mcp: Benchmark = {
   name: 'mcp',
@@ -119,13 +112,7 @@ export const mcp: Benchmark = {
     }
     // Let the message writes' events finish before the infrastructure stops: a memory event still being
     // dispatched would otherwise find the Temporal connection closed under it.
-    const drainBy = Date.now() + 300_000;
-    for (;;) {
-      const [row] = await orm.em.fork().getConnection().execute<{ n: string }[]>(`select count(*) as n from memory_event where status in ('queued', 'running')`);
-      if (Number(row!.n) === 0) break;
-      if (Date.now() > drainBy) throw new Error('memory events did not finish within 5 minutes');
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    await waitForBackgroundWork(orm);
     return {
       settings: { connections: CONNECTIONS, 'seconds per run': seconds, runs },
       metrics,

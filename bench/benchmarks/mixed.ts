@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { createRateLimiter } from '../../shared/metering/rate-limit.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
+import { waitForBackgroundWork } from '../lib/drain.ts';
 import { assertLoopback } from '../lib/load.ts';
 import type { MixedOp, MixedOptions, MixedSample } from '../lib/mixed-worker.ts';
 import { lineChartSvg } from '../lib/plot.ts';
@@ -137,18 +137,7 @@ export const mixed: Benchmark = {
       if (!expected.includes(res.status)) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
       return res.json() as Promise<Record<string, unknown>>;
     };
-    const sql = <T>(text: string) => orm.em.fork().getConnection().execute<T[]>(text);
-    const drain = async () => {
-      const deadline = Date.now() + 300_000;
-      for (;;) {
-        const [row] = await sql<{ n: string }>(
-          `select (select count(*) from ingest_job where status = 'queued') + (select count(*) from memory_event where status in ('queued', 'running')) as n`,
-        );
-        if (Number(row!.n) === 0) return;
-        if (Date.now() > deadline) throw new Error('background work did not drain within 5 minutes');
-        await sleep(250);
-      }
-    };
+    const drain = () => waitForBackgroundWork(orm);
 
     // Corpus and memory labels.
     for (let i = 0; i < (ctx.quick ? 4 : 24); i++) {

@@ -1,7 +1,8 @@
 // A closed-loop load generator in a worker thread for requests whose bodies must differ (idempotency
 // keys, message text): `connections` clients each send the next request when the previous one is
-// answered, for a fixed duration and a hard request ceiling. `{{uuid}}` in the body template becomes a
-// fresh UUID per request. Answers one ClosedLoopSample message.
+// answered, for a fixed duration and a hard request ceiling. `{{uuid}}` in the body becomes a fresh UUID
+// per request; with `requests`, the n-th request sent is requests[n % length] (different URLs and bodies,
+// e.g. one session per peer). Answers one ClosedLoopSample message.
 import { randomUUID } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Agent } from 'undici';
@@ -10,6 +11,8 @@ export type ClosedLoopOptions = {
   url: string;
   headers: Record<string, string>;
   bodyTemplate: string;
+  /** When given, used in turn instead of url and bodyTemplate. */
+  requests?: { url: string; body: string }[];
   connections: number;
   durationSeconds: number;
   maxRequests: number;
@@ -28,13 +31,14 @@ let sent = 0;
 
 async function client(deadline: number) {
   while (Date.now() < deadline && sent < opts.maxRequests) {
+    const request = opts.requests?.[sent % opts.requests.length] ?? { url: opts.url, body: opts.bodyTemplate };
     sent++;
     const started = performance.now();
     try {
-      const res = await fetch(opts.url, {
+      const res = await fetch(request.url, {
         method: 'POST',
         headers: opts.headers,
-        body: opts.bodyTemplate.replaceAll('{{uuid}}', randomUUID()),
+        body: request.body.replaceAll('{{uuid}}', randomUUID()),
         // @ts-expect-error undici's dispatcher option is not in the DOM fetch types
         dispatcher,
         signal: AbortSignal.timeout(30_000),

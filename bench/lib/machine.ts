@@ -68,6 +68,56 @@ export async function cpuIdlePercent(ms = 2000): Promise<number> {
 }
 
 type CpuSnapshot = { machineBusy: number; machineAll: number; ours: number };
+type Proc = { ppid: number; comm: string; ticks: number };
+
+/** Every process's parent, command name and CPU ticks (its own and its waited-for children's). */
+async function readProcs(): Promise<{ procs: Map<number, Proc>; children: Map<number, number[]> }> {
+  const procs = new Map<number, Proc>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const text = await readFile(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid ... utime(14) stime(15) cutime(16) cstime(17)
+      const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+      const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      const ticks = Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]);
+      procs.set(Number(entry), { ppid: Number(rest[1]), comm, ticks });
+    } catch {
+      // the process ended while we looked: its time is in its parent's cutime/cstime by the next snapshot
+    }
+  }
+  const children = new Map<number, number[]>();
+  for (const [pid, p] of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), pid]);
+  return { procs, children };
+}
+
+function subtreeTicks(procs: Map<number, Proc>, children: Map<number, number[]>, root: number): number {
+  let ticks = 0;
+  const stack = [root];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    ticks += procs.get(pid)?.ticks ?? 0;
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return ticks;
+}
+
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/**
+ * CPU milliseconds used so far by this process's child processes and their descendants, summed by the
+ * child's command name (e.g. postgres, temporal, node for a worker). Differences of two readings say
+ * where the machine time of a measurement went.
+ */
+export async function childCpuMs(): Promise<Record<string, number>> {
+  const { procs, children } = await readProcs().catch(() => ({ procs: new Map<number, Proc>(), children: new Map<number, number[]>() }));
+  const byName: Record<string, number> = {};
+  for (const pid of children.get(process.pid) ?? []) {
+    const name = procs.get(pid)!.comm;
+    byName[name] = (byName[name] ?? 0) + subtreeTicks(procs, children, pid) * TICK_MS;
+  }
+  return byName;
+}
 
 /** Busy and total CPU ticks of the machine (/proc/stat) and ticks used by this process and its descendants. */
 async function cpuSnapshot(): Promise<CpuSnapshot | undefined> {
@@ -85,30 +135,8 @@ async function cpuSnapshot(): Promise<CpuSnapshot | undefined> {
   const machineBusy = user + nice + system;
   const machineAll = machineBusy + idle + iowait + irq + softirq + steal;
 
-  const procs = new Map<number, { ppid: number; ticks: number }>();
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const text = await readFile(`/proc/${entry}/stat`, 'utf8');
-      // Fields after the parenthesised command: state ppid ... utime(14) stime(15) cutime(16) cstime(17)
-      const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      const ppid = Number(rest[1]);
-      const ticks = Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]);
-      procs.set(Number(entry), { ppid, ticks });
-    } catch {
-      // the process ended while we looked: its time is in its parent's cutime/cstime by the next snapshot
-    }
-  }
-  const children = new Map<number, number[]>();
-  for (const [pid, p] of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), pid]);
-  let ours = 0;
-  const stack = [process.pid];
-  while (stack.length) {
-    const pid = stack.pop()!;
-    ours += procs.get(pid)?.ticks ?? 0;
-    stack.push(...(children.get(pid) ?? []));
-  }
-  return { machineBusy, machineAll, ours };
+  const { procs, children } = await readProcs();
+  return { machineBusy, machineAll, ours: subtreeTicks(procs, children, process.pid) };
 }
 
 /**

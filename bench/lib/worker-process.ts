@@ -19,6 +19,14 @@ export function spawnBenchWorker(
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  infra.onStop(async () => void child.kill('SIGTERM'));
+  // Wait for it to finish its shutdown before the Temporal server and the database stop under it.
+  infra.onStop(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    await exited;
+    clearTimeout(timer);
+  });
   return child;
 }

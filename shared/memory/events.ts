@@ -6,8 +6,17 @@ import { startMemoryEvent } from '../temporal/workflows.ts';
 import { iso, sql, type Em } from './db.ts';
 import { requireLabel, type LabelKind } from './labels.ts';
 
-/** What a memory operation that starts an event needs: its EntityManager and the Temporal client. */
-export type MemoryDeps = { em: Em; temporal: Client; taskQueue: string; log?: { warn(obj: object, msg: string): void } };
+/**
+ * What a memory operation that starts an event needs: its EntityManager and the Temporal client, and
+ * where to run the start nobody waits for (the client handle's detach, so shutdown can cancel it).
+ */
+export type MemoryDeps = {
+  em: Em;
+  temporal: Client;
+  taskQueue: string;
+  detach?: (work: () => Promise<unknown>) => void;
+  log?: { warn(obj: object, msg: string): void };
+};
 
 export type EventKind = 'add_messages' | 'delete_peer' | 'delete_session';
 export type EventRow = {
@@ -74,9 +83,11 @@ export async function queueStatus(em: Em, accountId: string) {
  * later (sweepQueuedEvents); starts are idempotent (one workflow id per event).
  */
 export function dispatchEvent(deps: MemoryDeps, eventId: string): void {
-  startMemoryEvent(deps.temporal, deps.taskQueue, eventId).catch((err: unknown) => {
+  const start = () => startMemoryEvent(deps.temporal, deps.taskQueue, eventId).catch((err: unknown) => {
     deps.log?.warn({ err, eventId }, 'memory event start failed; the sweeper will start it');
   });
+  if (deps.detach) deps.detach(start);
+  else void start();
 }
 
 /** Starts the workflows of events still `queued` after `olderThanMs` (their first start was lost). */

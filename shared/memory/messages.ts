@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { MessagesCreateRequest } from '../contracts/memory.ts';
+import { WORKSPACE, type MessagesCreateRequest } from '../contracts/memory.ts';
 import { AppError, validationError } from '../errors.ts';
 import { decodeCursor, iso, page, sql, type Em } from './db.ts';
 import { dispatchEvent, type MemoryDeps } from './events.ts';
-import { findLabel, requireLabel } from './labels.ts';
+import { requireLabel } from './labels.ts';
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 
@@ -83,35 +83,44 @@ export async function addMessages(
     authority: 'session_message',
     eligibility: 'pending',
   };
-  const inserted = await deps.em.transactional(async (tx) => {
-    // Labels are locked (FOR SHARE) so a deletion cannot remove them before this write commits.
-    const session = await requireLabel(tx, accountId, 'session', sessionLabel, true);
-    const peer = await findLabel(tx, accountId, 'peer', body.peer_id, true);
-    if (!peer) throw new AppError(404, 'not_found', `No peer "${body.peer_id.slice(0, 80)}" in this workspace; create it first.`);
-    await assertSources(tx, accountId, sourceIds);
-    const rows = await sql<{ id: string }>(
-      tx,
-      `insert into memory_event (id, account_id, kind, status, peer_id, session_id, peer_label, session_label, agent_id, infer,
-         idempotency_key, request_hash, receipt, created_at)
-       values (?, ?, 'add_messages', 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, coalesce(?::timestamptz, now()))
-       on conflict (account_id, idempotency_key) where idempotency_key is not null do nothing
-       returning id`,
-      [eventId, accountId, peer.id, session.id, peer.label, session.label, body.agent_id ?? null, body.infer, idem ?? null,
-        requestHash, JSON.stringify(receipt), createdAt],
-    );
-    if (rows.length === 0) return false; // a concurrent write with the same idempotency_key won
-    await sql(
-      tx,
-      `insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, agent_id, metadata,
-         source_ids, created_at, content_hash, audience)
-       select u.id, ?, ?, ?, ?, u.position, u.role, u.content, ?, ?::jsonb, ?::uuid[], coalesce(?::timestamptz, date_trunc('milliseconds', now())), u.hash, ?
-         from unnest(?::uuid[], ?::int[], ?::text[], ?::text[], ?::text[]) as u(id, position, role, content, hash)`,
-      [accountId, peer.id, session.id, eventId, body.agent_id ?? null, body.metadata ? JSON.stringify(body.metadata) : null,
-        sourceIds, createdAt, audience, messageIds, body.messages.map((_, i) => i), body.messages.map((m) => m.role),
-        body.messages.map((m) => m.content), body.messages.map((m) => sha256(m.content))],
-    );
-    return true;
-  });
+  // One statement, one round trip, one commit: the labels are locked (FOR SHARE) so a deletion cannot
+  // remove them before this write commits, and the event and its messages are inserted only when the
+  // session, the peer and every source check out. Which check failed is worked out afterwards, on the
+  // (rare) failure path only.
+  const [outcome] = await sql<{ session: boolean; peer: boolean; sources: boolean; inserted: number }>(
+    deps.em,
+    `with s as (select id, label from memory_session where account_id = ? and workspace = ? and label = ? for share),
+          p as (select id, label from memory_peer where account_id = ? and workspace = ? and label = ? for share),
+          src as (select count(*) = cardinality(?::uuid[]) as ok from ingest_job
+                   where account_id = ? and id = any(?::uuid[]) and kind in ('url', 'file') and status = 'succeeded'),
+          e as (insert into memory_event (id, account_id, kind, status, peer_id, session_id, peer_label, session_label, agent_id,
+                  infer, idempotency_key, request_hash, receipt, created_at)
+                select ?, ?, 'add_messages', 'queued', p.id, s.id, p.label, s.label, ?, ?, ?, ?, ?::jsonb, coalesce(?::timestamptz, now())
+                  from s, p, src where src.ok
+                on conflict (account_id, idempotency_key) where idempotency_key is not null do nothing
+                returning id, peer_id, session_id),
+          m as (insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, agent_id, metadata,
+                  source_ids, created_at, content_hash, audience)
+                select u.id, ?, e.peer_id, e.session_id, e.id, u.position, u.role, u.content, ?, ?::jsonb, ?::uuid[],
+                       coalesce(?::timestamptz, date_trunc('milliseconds', now())), u.hash, ?
+                  from e, unnest(?::uuid[], ?::int[], ?::text[], ?::text[], ?::text[]) as u(id, position, role, content, hash)
+                returning 1)
+     select exists (select 1 from s) as session, exists (select 1 from p) as peer, (select ok from src) as sources,
+            (select count(*) from e)::int as inserted`,
+    [accountId, WORKSPACE, sessionLabel, accountId, WORKSPACE, body.peer_id, sourceIds, accountId, sourceIds,
+      eventId, accountId, body.agent_id ?? null, body.infer, idem ?? null, requestHash, JSON.stringify(receipt), createdAt,
+      accountId, body.agent_id ?? null, body.metadata ? JSON.stringify(body.metadata) : null, sourceIds, createdAt, audience,
+      messageIds, body.messages.map((_, i) => i), body.messages.map((m) => m.role), body.messages.map((m) => m.content),
+      body.messages.map((m) => sha256(m.content))],
+  );
+  if (!outcome!.session || !outcome!.peer || !outcome!.sources) {
+    await requireLabel(deps.em, accountId, 'session', sessionLabel);
+    if (!outcome!.peer) throw new AppError(404, 'not_found', `No peer "${body.peer_id.slice(0, 80)}" in this workspace; create it first.`);
+    await assertSources(deps.em, accountId, sourceIds);
+    // Only when a label or source appeared between the write and these reads.
+    throw new AppError(409, 'operation_in_progress', 'The session, peer or sources changed during the write; retry.');
+  }
+  const inserted = outcome!.inserted === 1;
   if (!inserted) {
     const existing = await findExisting(deps.em.fork());
     if (!existing) throw new AppError(409, 'operation_in_progress', 'A write with this idempotency_key is in progress; retry.');

@@ -28,6 +28,11 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     '--port', String(opts.port),
     '--ui-port', String(opts.uiPort),
     '--log-level', 'warn',
+    // SQLite's defaults (rollback journal, a full sync per commit) make every workflow step several
+    // fsyncs. WAL with synchronous=normal survives a crash of the server process (a power loss may lose
+    // the last commits); a production deployment uses a real Temporal cluster instead.
+    '--sqlite-pragma', 'journal_mode=wal',
+    '--sqlite-pragma', 'synchronous=normal',
   ];
   if (opts.namespace !== 'default') args.push('--namespace', opts.namespace);
   const child = spawn(opts.cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });

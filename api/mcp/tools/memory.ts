@@ -14,7 +14,9 @@ import { defineTool, type McpTool, type ToolContext } from './registry.ts';
 
 const READ = ['memory.read'] as const;
 const WRITE = ['memory.write'] as const;
-const deps = (ctx: ToolContext): MemoryDeps => ({ em: ctx.em, temporal: ctx.deps.temporal.client, taskQueue: ctx.deps.config.temporal.taskQueue, log: ctx.log });
+const deps = (ctx: ToolContext): MemoryDeps => ({
+  em: ctx.em, temporal: ctx.deps.temporal.client, taskQueue: ctx.deps.config.temporal.taskQueue, detach: ctx.deps.temporal.detach, log: ctx.log,
+});
 const account = (ctx: ToolContext) => ctx.principal.accountId;
 
 const peerId = Label.describe('The peer label: who the memory is about (for example a user id of your application).');

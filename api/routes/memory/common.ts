@@ -22,6 +22,7 @@ export const memoryDeps = (request: FastifyRequest, opts: MemoryRouteOptions): M
   em: request.em,
   temporal: opts.temporal.client,
   taskQueue: opts.config.temporal.taskQueue,
+  detach: opts.temporal.detach,
   log: request.log,
 });
 
