@@ -70,3 +70,12 @@ export async function activityRuns(handle: WorkflowHandle): Promise<Record<strin
   }
   return out;
 }
+
+/** Waits until an activity of this type has been picked up by a worker (pending and no longer scheduled). */
+export async function waitForRunningActivity(handle: WorkflowHandle, activityType: string, timeoutMs = 60_000): Promise<void> {
+  await expect.poll(async () => {
+    const d = await handle.describe().catch(() => null);
+    // state 1 = PENDING_ACTIVITY_STATE_SCHEDULED: not yet picked up.
+    return d?.raw.pendingActivities?.some((a) => a.activityType?.name === activityType && String(a.state) !== '1') ?? false;
+  }, { timeout: timeoutMs, interval: 50 }).toBe(true);
+}
