@@ -4,17 +4,20 @@ import {
   revokeAccountCredentials,
 } from '../shared/auth/account-deletion.ts';
 import type { ActivityDeps } from './deps.ts';
+import { withHeartbeats } from './heartbeats.ts';
 
+// Each step heartbeats, so a step whose worker died is retried elsewhere after the workflow's heartbeat
+// timeout rather than its (generous) start-to-close timeout, while the API and the user wait.
 export function createAccountDeletionActivities(deps: ActivityDeps) {
   return {
     async revokeAccountCredentials(input: { accountId: string }) {
-      await revokeAccountCredentials(deps.orm.em.fork(), input.accountId);
+      await withHeartbeats(() => revokeAccountCredentials(deps.orm.em.fork(), input.accountId));
     },
     async purgeAccountData(input: { accountId: string }) {
-      await purgeAccountData(deps.orm.em.fork(), input.accountId);
+      await withHeartbeats(() => purgeAccountData(deps.orm.em.fork(), input.accountId));
     },
     async finalizeAccountDeletion(input: { accountId: string }) {
-      await finalizeAccountDeletion(deps.orm.em.fork(), input.accountId);
+      await withHeartbeats(() => finalizeAccountDeletion(deps.orm.em.fork(), input.accountId));
     },
   };
 }

@@ -13,6 +13,7 @@ import {
 } from '../shared/ingest/process.ts';
 import { FetchRefusedError } from '../shared/ingest/safe-fetch.ts';
 import type { ActivityDeps } from './deps.ts';
+import { withHeartbeats } from './heartbeats.ts';
 
 /**
  * Known refusals become non-retryable failures carrying a message safe to show the user; transient
@@ -31,21 +32,6 @@ function asFailure(err: unknown): unknown {
     return ApplicationFailure.create({ type: 'IngestRefused', message: err.message, nonRetryable: true, details: [{ retryable: false }] });
   }
   return err;
-}
-
-/**
- * Heartbeats every few seconds while `work` runs, so Temporal retries the activity on another worker
- * soon after this one dies (heartbeat timeout) instead of waiting for the start-to-close timeout.
- */
-async function withHeartbeats<T>(work: () => Promise<T>): Promise<T> {
-  const ctx = Context.current();
-  ctx.heartbeat();
-  const timer = setInterval(() => ctx.heartbeat(), 2000);
-  try {
-    return await work();
-  } finally {
-    clearInterval(timer);
-  }
 }
 
 export function createIngestActivities(deps: ActivityDeps) {

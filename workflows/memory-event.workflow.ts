@@ -6,9 +6,11 @@ export type MemoryEventInput = { eventId: string };
 // Processing an event is a few short database transactions, plus (for add-events with a configured
 // model deriver) one provider call bounded by MEMORY_DERIVER_TIMEOUT_SECONDS: a minute per attempt.
 // Retried with backoff for infrastructure failures (database blip, worker crash, provider outage); five
-// attempts keep a broken provider from holding an event for long before it ends `failed`.
+// attempts keep a broken provider from holding an event for long before it ends `failed`. The
+// activity heartbeats: a killed worker's event is retried after the heartbeat timeout, not the minute.
 const processing = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
+  heartbeatTimeout: '15 seconds',
   retry: { maximumAttempts: 5, initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 // Recording the failure must happen: retried until the database answers.

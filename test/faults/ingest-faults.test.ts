@@ -7,6 +7,7 @@ import { loadConfig } from '../../shared/config.ts';
 import { freePort } from '../../shared/local/ephemeral.ts';
 import { ingestWorkflowId } from '../../shared/temporal/workflows.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { waitForRunningActivity } from '../helpers/faults.ts';
 import { kill, spawnApi, spawnWorker } from '../helpers/processes.ts';
 import { testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
@@ -71,10 +72,7 @@ describe('PostgreSQL connections dropped while the build activity runs', () => {
     const [job] = await jobsWithKey(k);
 
     const handle = temporal.client.workflow.getHandle(ingestWorkflowId(job!.id));
-    await expect.poll(async () => {
-      const d = await handle.describe().catch(() => null);
-      return d?.raw.pendingActivities?.some((a) => a.activityType?.name === 'buildIngestRecords' && String(a.state) !== '1') ?? false;
-    }, { timeout: 60_000, interval: 50 }).toBe(true);
+    await waitForRunningActivity(handle, 'buildIngestRecords');
     // Every other session of this database: the worker's, the api's and our own pool's idle ones.
     const cut = await sql<{ ok: boolean }>(
       'select pg_terminate_backend(pid) as ok from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');

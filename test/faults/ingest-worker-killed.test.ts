@@ -6,6 +6,7 @@ import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { ingestWorkflowId } from '../../shared/temporal/workflows.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { waitForRunningActivity } from '../helpers/faults.ts';
 import { spawnWorker } from '../helpers/processes.ts';
 import { startApi, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
@@ -66,12 +67,7 @@ describe('a worker killed in the middle of an ingest job', () => {
 
     // Wait until the record-building activity is running on the first worker, then kill it hard.
     const handle = temporal.client.workflow.getHandle(ingestWorkflowId(crashed));
-    await expect
-      .poll(async () => {
-        const d = await handle.describe().catch(() => null);
-        return d?.raw.pendingActivities?.some((a) => a.activityType?.name === 'buildIngestRecords' && String(a.state) !== '1') ?? false;
-      }, { timeout: 60_000, interval: 50 })
-      .toBe(true);
+    await waitForRunningActivity(handle, 'buildIngestRecords');
     first.kill('SIGKILL');
     expect((await jobRow(crashed)).status).toBe('queued');
 

@@ -194,6 +194,28 @@ export function sqlClient(url: string) {
 }
 export type Sql = ReturnType<typeof sqlClient>;
 
+/** Tables that hold account data, found in the catalogue so new tables are covered without edits. */
+export async function accountTables(sql: Sql): Promise<string[]> {
+  const rows = await sql.query<{ t: string }>(
+    `select table_name as t from information_schema.columns
+      where table_schema = 'public' and column_name = 'account_id' order by table_name`,
+  );
+  return rows.map((r) => r.t);
+}
+
+/** Row count and a digest of every row of the account, table by table (`count:md5`). */
+export async function accountSnapshot(sql: Sql, accountId: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const t of await accountTables(sql)) {
+    const [row] = await sql.query<{ d: string | null; n: number }>(
+      `select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as d, count(*)::int as n from "${t}" x where account_id = $1`,
+      [accountId],
+    );
+    out[t] = `${row!.n}:${row!.d}`;
+  }
+  return out;
+}
+
 /**
  * Polls until `probe` returns a truthy value, for effects the service completes after answering (a
  * fire-and-forget last-used write). Bounded: gives up after `timeoutMs`, failing with `what`.

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient, cliSignIn, createKey, createTestAccount, eventually, signIn, sqlClient, type Json, type Sql } from '../helpers/accounts.ts';
+import {
+  accountSnapshot, accountTables, ApiClient, cliSignIn, createKey, createTestAccount, eventually, signIn, sqlClient, type Json, type Sql,
+} from '../helpers/accounts.ts';
 import type { JsonSchema } from '../helpers/arbitraries.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../helpers/mcp.ts';
@@ -46,32 +48,10 @@ async function party(): Promise<Party> {
   return { id: account.id, email: account.email, key: key.secret, cli: await cliSignIn(client, cookie), cookie };
 }
 
-/** Tables that hold account data, found in the catalogue so new tables are covered without edits. */
-async function accountTables(): Promise<string[]> {
-  const rows = await sql.query<{ t: string }>(
-    `select table_name as t from information_schema.columns
-      where table_schema = 'public' and column_name = 'account_id' order by table_name`,
-  );
-  return rows.map((r) => r.t);
-}
-
-/** A digest of every row of A's, table by table. */
-async function snapshot(accountId: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const t of await accountTables()) {
-    const [row] = await sql.query<{ d: string | null; n: number }>(
-      `select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as d, count(*)::int as n from "${t}" x where account_id = $1`,
-      [accountId],
-    );
-    out[t] = `${row!.n}:${row!.d}`;
-  }
-  return out;
-}
-
 /** Every id A owns, from every table that has one. */
 async function ownedIds(accountId: string): Promise<string[]> {
   const ids: string[] = [];
-  for (const t of await accountTables()) {
+  for (const t of await accountTables(sql)) {
     const hasId = await sql.count(`select 1 from information_schema.columns where table_name = $1 and column_name = 'id'`, [t]);
     if (!hasId) continue;
     const rows = await sql.query<{ id: string }>(`select id::text as id from "${t}" where account_id = $1`, [accountId]);
@@ -173,7 +153,7 @@ async function foreignEchoes(accountId: string): Promise<string[]> {
   const out: string[] = [];
   for (const e of echoes) {
     let owned = false;
-    for (const t of await accountTables()) {
+    for (const t of await accountTables(sql)) {
       if (await sql.count(`select 1 from "${t}" x where account_id = $1 and strpos(x::text, $2) > 0`, [accountId, e.value])) {
         owned = true;
         break;
@@ -195,7 +175,7 @@ describe("account B against account A's identifiers", () => {
   it('gets nothing of A and changes nothing of A through any route', async () => {
     const doc = await send(stack.baseUrl, 'GET', '/openapi.json');
     ops = operations(doc.json).filter((op) => !SELF_ENDING.has(`${op.method} ${op.path}`));
-    const before = await snapshot(a.id);
+    const before = await accountSnapshot(sql, a.id);
     const failures: string[] = [];
     const asB = [bearer(b.key), bearer(b.cli), { cookie: `service_session=${b.cookie}`, 'x-service-csrf': '1', origin: stack.baseUrl }];
     let calls = 0;
@@ -219,11 +199,11 @@ describe("account B against account A's identifiers", () => {
     }
     expect(calls).toBeGreaterThan(100);
     expectNoFailures(failures);
-    expect(await snapshot(a.id)).toEqual(before);
+    expect(await accountSnapshot(sql, a.id)).toEqual(before);
   }, 900_000);
 
   it("gets nothing of A and changes nothing of A through any MCP tool", async () => {
-    const before = await snapshot(a.id);
+    const before = await accountSnapshot(sql, a.id);
     const headers = { ...bearer(b.key), accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
     const mcpBase = stack.mcpUrl.replace(/\/$/, '');
     let rpc = 1;
@@ -242,6 +222,6 @@ describe("account B against account A's identifiers", () => {
       }
     }
     expectNoFailures(failures);
-    expect(await snapshot(a.id)).toEqual(before);
+    expect(await accountSnapshot(sql, a.id)).toEqual(before);
   }, 600_000);
 });

@@ -165,18 +165,23 @@ describe('live ingest', () => {
     await waitJob(first.body.job.id);
   });
 
-  it('concurrent identical submissions with one key make one job and spend one quota unit', async () => {
+  it('100 concurrent identical submissions with one key make one job, spend one quota unit and no credits', async () => {
     const body = live({ url: `${fixtures.origin}/facts.json` });
-    const [{ n: usedBefore } = { n: 0 }] = await sql<{ n: number }>(
-      `select coalesce(sum(used), 0)::int as n from quota_usage where account_id = ? and metric = 'ingest' and period = 'day'`, [accountId]);
-    const results = await Promise.all(Array.from({ length: 20 }, () => call('POST', '/v1/ingest/url', body)));
+    const spent = async () => (await sql<{ quota: number; ledger: number; reservations: number }>(
+      `select (select coalesce(sum(used), 0)::int from quota_usage where account_id = ? and metric = 'ingest' and period = 'day') as quota,
+              (select count(*)::int from credit_ledger where account_id = ?) as ledger,
+              (select count(*)::int from credit_reservation where account_id = ?) as reservations`,
+      [accountId, accountId, accountId]))[0]!;
+    const before = await spent();
+    const results = await Promise.all(Array.from({ length: 100 }, () => call('POST', '/v1/ingest/url', body)));
+    // Spec 4.3: one 202 (created), and every other answer is the existing job: 200, created false.
+    expect(results.map((r) => `${r.status} ${r.body.created}`).sort()).toEqual(['202 true', ...Array.from({ length: 99 }, () => '200 false')].sort());
     const ids = new Set(results.map((r) => r.body.job.id));
     expect(ids.size).toBe(1);
-    expect(results.filter((r) => r.status === 202)).toHaveLength(1);
-    const [{ n: usedAfter } = { n: 0 }] = await sql<{ n: number }>(
-      `select coalesce(sum(used), 0)::int as n from quota_usage where account_id = ? and metric = 'ingest' and period = 'day'`, [accountId]);
-    expect(usedAfter - usedBefore).toBe(1);
-    expect((await waitJob([...ids][0]!)).status).toBe('succeeded');
+    const [jobId] = ids;
+    expect(await sql('select id from ingest_job where account_id = ? and idempotency_key = ?', [accountId, body.idempotencyKey])).toEqual([{ id: jobId }]);
+    expect(await spent()).toEqual({ ...before, quota: before.quota + 1 });
+    expect((await waitJob(jobId!)).status).toBe('succeeded');
   });
 
   it.each([

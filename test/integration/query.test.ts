@@ -342,6 +342,45 @@ describe('idempotency and metering', () => {
     expectError(await client.post('/v1/query', { as: { bearer: A.key }, body }), 409, 'idempotency_expired');
   });
 
+  it('100 concurrent identical queries with one key: one operation, one debit; the rest replay or are operation_in_progress', async () => {
+    const acct = await account({ credits: 50 });
+    const body = { idempotencyKey: `c-${randomUUID()}`, mode: 'evidence', query: 'launch codename Kestrel7Q' };
+    const results = await Promise.all(Array.from({ length: 100 }, () => client.post('/v1/query', { as: { bearer: acct.key }, body })));
+    // Spec 7 and 8 rule 5: one request runs the operation; a loser gets its stored result replayed when
+    // it has completed, and 409 operation_in_progress (with retry-after) while it still runs.
+    const ran = results.filter((r) => r.status === 200 && r.body.operation.replayed !== true);
+    const replayed = results.filter((r) => r.status === 200 && r.body.operation.replayed === true);
+    const inProgress = results.filter((r) => r.status === 409);
+    expect(ran).toHaveLength(1);
+    expect(ran.length + replayed.length + inProgress.length).toBe(100);
+    for (const r of inProgress) {
+      expectError(r, 409, 'operation_in_progress');
+      expect(r.headers.get('retry-after')).toBe('1');
+    }
+    const strip = (b: Json) => ({ ...b, operation: undefined });
+    for (const r of replayed) {
+      expect(strip(r.body)).toEqual(strip(ran[0]!.body));
+      expect(r.headers.get('x-service-credit-remaining')).toBe(ran[0]!.headers.get('x-service-credit-remaining'));
+    }
+    expect(ran[0]!.headers.get('x-service-credit-cost')).toBe('1');
+    console.info(`100 concurrent queries: 1 ran, ${replayed.length} replayed, ${inProgress.length} operation_in_progress`);
+    // One operation, one reservation with one reserve and one charge, one quota unit, one credit spent.
+    expect(await sql.query('select status from query_operation where account_id = $1', [acct.id])).toEqual([{ status: 'completed' }]);
+    // Evidence mode reserves no provider work: nothing to refund.
+    const ledger = await sql.query<{ kind: string; amount: number }>(
+      'select kind, amount from credit_ledger where account_id = $1 and reservation_id is not null order by kind', [acct.id]);
+    expect(ledger).toEqual([{ kind: 'charge', amount: 1 }, { kind: 'reserve', amount: 1 }]);
+    expect(await sql.count('select 1 from credit_reservation where account_id = $1', [acct.id])).toBe(1);
+    expect(await sql.query(`select used from quota_usage where account_id = $1 and metric = 'query' and period = 'day'`, [acct.id])).toEqual([{ used: 1 }]);
+    const [balance] = await sql.query('select monthly_remaining + onboarding_remaining as total from credit_balance where account_id = $1', [acct.id]);
+    expect(balance.total).toBe(49);
+    // Afterwards an exact retry replays without spending.
+    const again = await client.post('/v1/query', { as: { bearer: acct.key }, body });
+    expect(again.status).toBe(200);
+    expect(again.body.operation).toMatchObject({ replayed: true });
+    expect(again.headers.get('x-service-credit-remaining')).toBe('49');
+  });
+
   it('402 without credits; with the daily allowance spent a completed query still replays', async () => {
     const broke = await account({ credits: 0 });
     expectError(await query(broke.key, { mode: 'evidence', query: 'x y' }), 402, 'account_credits_exhausted');
