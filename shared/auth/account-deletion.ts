@@ -39,6 +39,8 @@ export async function purgeAccountData(em: EntityManager, accountId: string): Pr
     for (const table of ['credit_reservation', 'credit_ledger', 'credit_balance', 'quota_usage']) {
       await conn.execute(`delete from ${table} where account_id = ?`, [accountId], 'run', ctx);
     }
+    // The request-rate window is keyed by the account id (shared/metering/rate-limit.ts: keyPrefix 'account').
+    await conn.execute('delete from rate_limit where key = ?', [`account:${accountId}`], 'run', ctx);
   });
 }
 

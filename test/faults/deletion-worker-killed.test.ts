@@ -10,6 +10,7 @@ import { activityRuns, holdRowLock } from '../helpers/faults.ts';
 import { kill, spawnWorker } from '../helpers/processes.ts';
 import { startApi, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 import { memoryClient, tag } from '../api/memory/helpers.ts';
+import { createRateLimiter, type RateLimiter } from '../../shared/metering/rate-limit.ts';
 
 // A worker SIGKILLed in the middle of an account deletion: credentials are revoked (first step,
 // committed) and the purge transaction has deleted most of the account's rows but not committed, when
@@ -22,6 +23,7 @@ let sql: Sql;
 const temporal = testTemporalClient();
 const taskQueue = uniqueTaskQueue();
 let api: Awaited<ReturnType<typeof startApi>>;
+let rateLimiter: RateLimiter;
 let client: ApiClient;
 const workers: ChildProcess[] = [];
 const today = new Date().toISOString().slice(0, 10);
@@ -30,13 +32,15 @@ beforeAll(async () => {
   db = await createTestDatabase();
   sql = sqlClient(db.url);
   // The API waits briefly for the deletion: a still running one answers 503 and the user retries.
-  api = await startApi({ orm: db.orm, temporal, taskQueue, env: { ACCOUNT_DELETION_WAIT_MS: '3000' } });
+  rateLimiter = createRateLimiter(db.url, 600);
+  api = await startApi({ orm: db.orm, temporal, taskQueue, rateLimiter, env: { ACCOUNT_DELETION_WAIT_MS: '3000' } });
   client = new ApiClient(api.baseUrl);
   workers.push(spawnWorker(db.url, taskQueue));
 });
 afterAll(async () => {
   for (const w of workers) await kill(w);
   await api?.close();
+  await rateLimiter?.close();
   await temporal.close();
   await sql?.close();
   await db?.drop();
@@ -75,6 +79,8 @@ describe('a worker killed in the middle of an account deletion', () => {
     for (const t of ['record', 'source', 'memory_message', 'memory_claim', 'credit_ledger', 'query_operation', 'quota_usage']) {
       expect(before[t], t).not.toMatch(/^0:/);
     }
+    // API-key requests drew from the account's request-rate window, a row keyed by the account id.
+    expect(await sql.count('select 1 from rate_limit where key = $1', [`account:${a.account.id}`])).toBe(1);
 
     // purgeAccountData deletes the credit balance late in its one transaction: hold that row.
     const lock = await holdRowLock(db.url, 'select account_id from credit_balance where account_id = $1 for update', [a.account.id]);
@@ -124,6 +130,8 @@ describe('a worker killed in the middle of an account deletion', () => {
     const empty = Object.fromEntries((await accountTables(sql)).map((t) => [t, expect.stringMatching(/^0:/)]));
     expect(await accountSnapshot(sql, a.account.id)).toEqual(empty);
     expect(await sql.count('select 1 from account where id = $1', [a.account.id])).toBe(0);
+    // Its request-rate window (keyed by account id, not in an account_id column) is gone too.
+    expect(await sql.count('select 1 from rate_limit where key = $1', [`account:${a.account.id}`])).toBe(0);
     // The other account, its ledger included, is exactly as it was.
     expect(await accountSnapshot(sql, b.account.id)).toEqual(bystander);
   });
