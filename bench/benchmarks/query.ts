@@ -88,7 +88,7 @@ async function measureQuality(orm: Orm, accountId: string, questions: Question[]
 
 /**
  * A corpus of synthetic excerpts built in SQL (deterministic, fast to load): 60 words each, 2 of them
- * from a small topical vocabulary that the benchmark queries use and the rest from about 9,000
+ * from a small topical vocabulary that the benchmark queries use and the rest from 19,683
  * made-up words, so a query term occurs in a few percent of the excerpts, as in a real collection.
  */
 async function loadLatencyCorpus(orm: Orm, accountId: string, size: number, log: (m: string) => void) {
