@@ -50,7 +50,7 @@ async function citationLookup(deps: QueryDeps, boundary: Boundary, handle: strin
   const key = await citationKey(deps.em);
   const ref = openCitation(key, boundary.accountId, handle);
   const found = ref ? await fetchCited(deps.em, boundary, ref) : null;
-  const ranked = found ? [{ ...found, score: 1, vector: { positions: new Map(), length: 0 } }] : [];
+  const ranked = found ? [{ ...found, score: 1 }] : [];
   return {
     ranked,
     terms: { lexemes: [], positions: new Map() },

@@ -4,12 +4,15 @@ import type { EvidenceKind } from '../contracts/query.ts';
 import { bound } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
 import type { CitedRef } from './citations.ts';
+import { parseTsVector, type TsVector } from './text.ts';
 
 /**
  * Candidate generation: one SQL statement per content table (source records, memory messages, memory
  * claims), each confined to the boundary (account, active sources, available messages, current eligible
- * claims, audiences, selectors). The first-stage score is PostgreSQL's ts_rank_cd (or trigram word
- * similarity); ranking.ts re-scores the candidates.
+ * claims, audiences, selectors). The first-stage score is PostgreSQL's ts_rank (or trigram word
+ * similarity); ranking.ts re-scores the candidates. Every row the GIN index matches is scored, so
+ * this score must be cheap: ts_rank_cd (cover density) costs several times more per row and chose
+ * the same candidates on the labelled set; proximity is scored later, on the candidates only.
  */
 
 export type Match =
@@ -37,9 +40,9 @@ export type Candidate = {
   kind: EvidenceKind;
   text: string;
   contentHash: string;
-  /** Text form of the row's tsvector (lexemes and positions). */
-  tsv: string | null;
-  /** First-stage score: ts_rank_cd, or word similarity for trigram matches. */
+  /** The row's tsvector (lexemes and positions), parsed once here for every later scoring step. */
+  vector: TsVector;
+  /** First-stage score: ts_rank, or word similarity for trigram matches. */
   firstScore: number;
   via: Match['type'];
   /** When the content was dated (source date, message time, claim validity start). */
@@ -56,7 +59,7 @@ function matchSql(m: Match, alias: string, textCol: string, idCol = `${alias}.id
     case 'fts':
       return {
         from: `, to_tsquery('english', ?) tq`,
-        score: `ts_rank_cd(${alias}.tsv, tq, 1)`,
+        score: `ts_rank(${alias}.tsv, tq, 1)`,
         where: `${alias}.tsv @@ tq`,
         params: { from: [m.tsquery], where: [] },
       };
@@ -143,7 +146,7 @@ const normHash = (t: string) => createHash('sha256').update(t.normalize('NFC').r
 function toRecord(r: Row, via: Match['type']): Candidate {
   return {
     ref: { table: 'record', id: r.id }, kind: r.kind as EvidenceKind, text: r.text, contentHash: r.content_hash as string,
-    tsv: r.tsv, firstScore: Number(r.score), via, date: new Date(r.dated as string), authority: null,
+    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.dated as string), authority: null,
     origin: {
       type: 'source', sourceId: r.source_id as string, title: (r.title as string) ?? null, url: (r.url as string) ?? null,
       filename: (r.filename as string) ?? null, datedAt: (r.dated_at as string) ?? null,
@@ -156,7 +159,7 @@ function toRecord(r: Row, via: Match['type']): Candidate {
 function toMessage(r: Row, via: Match['type']): Candidate {
   return {
     ref: { table: 'message', id: r.id }, kind: 'message', text: r.text, contentHash: r.content_hash as string,
-    tsv: r.tsv, firstScore: Number(r.score), via, date: new Date(r.created_at as string), authority: null,
+    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.created_at as string), authority: null,
     origin: {
       type: 'message', peer: r.peer as string, session: r.session as string, role: r.role as string,
       agentId: (r.agent_id as string) ?? null, eventId: r.event_id as string, position: Number(r.position),
@@ -168,7 +171,7 @@ function toMessage(r: Row, via: Match['type']): Candidate {
 function toClaim(r: Row, via: Match['type']): Candidate {
   return {
     ref: { table: 'claim', id: r.id }, kind: 'claim', text: r.text, contentHash: normHash(r.text),
-    tsv: r.tsv, firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
+    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
     origin: {
       type: 'claim', claimId: r.id, peer: r.peer as string, session: (r.session as string) ?? null, authority: r.authority as string,
       state: r.state as string, validFrom: iso(r.valid_from), agentId: (r.agent_id as string) ?? null, audience: (r.audience as string) ?? null,

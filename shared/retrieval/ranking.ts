@@ -1,5 +1,5 @@
 import type { Candidate } from './candidates.ts';
-import { parseTsVector, type TsVector } from './text.ts';
+import type { TsVector } from './text.ts';
 
 /**
  * Second-stage scoring. `bm25` is Okapi BM25 over the candidates' own tsvectors (term frequencies and
@@ -86,11 +86,11 @@ function prior(c: Candidate, now: number): number {
   return KIND_PRIOR[c.kind] * (c.authority ? (AUTHORITY_PRIOR[c.authority] ?? 1) : 1) * recency;
 }
 
-export type Scored = Candidate & { score: number; vector: TsVector };
+export type Scored = Candidate & { score: number };
 
 /** Scores and orders candidates (best first); identical content (same hash) is kept once. */
 export function rank(cands: Candidate[], q: QueryTerms, stats: Stats, strategy: Strategy, now = Date.now()): Scored[] {
-  const withVectors = cands.map((c) => ({ ...c, vector: parseTsVector(c.tsv), score: 0 }));
+  const withVectors = cands.map((c) => ({ ...c, score: 0 }));
   if (strategy === 'bm25') {
     for (const c of withVectors) c.score = bm25(c.vector, q, stats);
   } else if (strategy === 'efficient') {

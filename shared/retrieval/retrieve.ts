@@ -9,7 +9,7 @@ import { isStopWord, parseTsVector, words } from './text.ts';
  * Retrieval, run once per query whatever the mode: candidates from every table the boundary includes,
  * re-ranked by the preset's strategy.
  *
- * - efficient: one pass, few candidates, PostgreSQL's ts_rank_cd with the priors.
+ * - efficient: one pass, few candidates, PostgreSQL's ts_rank with the priors.
  * - accuracy: more candidates, prefix expansion of the query terms, BM25 with proximity and phrase
  *   order, idf-weighted coverage, and a trigram pass for query words that matched nothing (typos,
  *   partial names).
@@ -95,7 +95,7 @@ async function statistics(em: EntityManager, accountId: string, lexemes: string[
 }
 
 function withAverageLength(stats: Stats, cands: Candidate[]): Stats {
-  const lengths = cands.map((c) => parseTsVector(c.tsv).length);
+  const lengths = cands.map((c) => c.vector.length);
   return { ...stats, avgLength: lengths.length ? lengths.reduce((a, b) => a + b, 0) / lengths.length : 1 };
 }
 
@@ -127,7 +127,7 @@ export async function retrieve(
   ]);
   let cands = first;
   const present = new Set<string>();
-  for (const c of cands) for (const l of parseTsVector(c.tsv).positions.keys()) present.add(l);
+  for (const c of cands) for (const l of c.vector.positions.keys()) present.add(l);
   const unmatched = terms.lexemes.filter((l) => !present.has(l));
   if (plan.trigram && unmatched.length) {
     // Name-like words (capitalised or with digits in the query) whose lexeme matched nothing: look for

@@ -35,17 +35,53 @@ export function contentStems(text: string): string[] {
 
 export type TsVector = { positions: Map<string, number[]>; length: number };
 
-/** Parses `'lexeme':1,4A 'other':2` (the text form of a tsvector). */
+/**
+ * Parses `'lexeme':1,4A 'other':2` (the text form of a tsvector). A scanner rather than a regular
+ * expression: retrieval parses every candidate's vector, and this is several times faster.
+ */
 export function parseTsVector(text: string | null): TsVector {
   const positions = new Map<string, number[]>();
   let length = 0;
   if (!text) return { positions, length };
-  const re = /'((?:[^']|'')*)'(?::([0-9A-D,]+))?/g;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    const lexeme = m[1]!.replace(/''/g, "'");
-    const pos = (m[2] ?? '').split(',').filter(Boolean).map((p) => parseInt(p, 10));
+  const n = text.length;
+  let i = text.indexOf("'");
+  while (i >= 0 && i < n) {
+    // The lexeme runs to the next quote that is not doubled ('' stands for one quote).
+    let lexeme = '';
+    let j = i + 1;
+    for (;;) {
+      const q = text.indexOf("'", j);
+      if (q < 0) return { positions, length }; // unterminated: malformed, stop here
+      if (text.charCodeAt(q + 1) === 39) {
+        lexeme += text.slice(j, q + 1);
+        j = q + 2;
+        continue;
+      }
+      lexeme += text.slice(j, q);
+      j = q + 1;
+      break;
+    }
+    const pos: number[] = [];
+    if (text.charCodeAt(j) === 58) {
+      // `:` then positions separated by commas, each optionally followed by a weight letter A-D.
+      let v = 0;
+      let digits = false;
+      for (j++; j < n; j++) {
+        const c = text.charCodeAt(j);
+        if (c >= 48 && c <= 57) {
+          v = v * 10 + (c - 48);
+          digits = true;
+        } else if (c === 44 || (c >= 65 && c <= 68)) {
+          if (digits) pos.push(v);
+          v = 0;
+          digits = false;
+        } else break;
+      }
+      if (digits) pos.push(v);
+    }
     positions.set(lexeme, pos);
     length += Math.max(1, pos.length);
+    i = text.indexOf("'", j);
   }
   return { positions, length };
 }

@@ -56,6 +56,14 @@ describe('ranking', () => {
     expect(bm25(near, q, stats)).toBeGreaterThan(0);
     expect(bm25(parseTsVector("'other':1"), q, stats)).toBe(0);
   });
+
+  it('reads the tsvector text form: doubled quotes, weights, lexemes without positions', () => {
+    const v = parseTsVector("'it''s':1A,12 'a b':3B 'bare' '''':4,5C,6");
+    expect([...v.positions]).toEqual([["it's", [1, 12]], ['a b', [3]], ['bare', []], ["'", [4, 5, 6]]]);
+    expect(v.length).toBe(7);
+    expect(parseTsVector(null)).toEqual({ positions: new Map(), length: 0 });
+    expect(parseTsVector("'unterminated:1").positions.size).toBe(0);
+  });
 });
 
 describe('answers and validation', () => {
