@@ -295,8 +295,6 @@ function render(root: Root, b: DocumentBuilder, defs: Map<string, string>, base:
     let descend = true;
     switch (n.type) {
       case 'heading':
-        flush();
-        break;
       case 'paragraph':
       case 'blockquote':
       case 'listItem':
