@@ -69,6 +69,55 @@ export async function cpuIdlePercent(ms = 2000): Promise<number> {
 
 type CpuSnapshot = { machineBusy: number; machineAll: number; ours: number };
 
+type ProcessRow = { ppid: number; comm: string; ticks: number };
+
+/** Every process's parent, command name and CPU ticks (its own plus its waited-for children's), from /proc. */
+async function processTable(): Promise<Map<number, ProcessRow>> {
+  const procs = new Map<number, ProcessRow>();
+  for (const entry of await readdir('/proc').catch(() => [])) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const text = await readFile(`/proc/${entry}/stat`, 'utf8');
+      // Fields after the parenthesised command: state ppid ... utime(14) stime(15) cutime(16) cstime(17)
+      const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      const ppid = Number(rest[1]);
+      const ticks = Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]);
+      procs.set(Number(entry), { ppid, comm: text.slice(text.indexOf('(') + 1, text.lastIndexOf(')')), ticks });
+    } catch {
+      // the process ended while we looked: its time is in its parent's cutime/cstime by the next snapshot
+    }
+  }
+  return procs;
+}
+
+/** The first child of this process whose command name is `comm` (a server a benchmark started). */
+export async function childPid(comm: string): Promise<number | undefined> {
+  for (const [pid, p] of await processTable()) if (p.ppid === process.pid && p.comm === comm) return pid;
+  return undefined;
+}
+
+/**
+ * CPU milliseconds used so far by each named process tree (a root pid and all its descendants), so a
+ * benchmark can say which process its time went to. /proc counts in USER_HZ ticks: 100 per second.
+ */
+export async function treeCpuMs<K extends string>(roots: Record<K, number | undefined>): Promise<Record<K, number>> {
+  const procs = await processTable();
+  const children = new Map<number, number[]>();
+  for (const [pid, p] of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), pid]);
+  const out = {} as Record<K, number>;
+  for (const name of Object.keys(roots) as K[]) {
+    let ticks = 0;
+    const stack = roots[name] === undefined ? [] : [roots[name]];
+    while (stack.length) {
+      const pid = stack.pop()!;
+      ticks += procs.get(pid)?.ticks ?? 0;
+      stack.push(...(children.get(pid) ?? []));
+    }
+    out[name] = ticks * 10;
+  }
+  return out;
+}
+
 /** Busy and total CPU ticks of the machine (/proc/stat) and ticks used by this process and its descendants. */
 async function cpuSnapshot(): Promise<CpuSnapshot | undefined> {
   let stat: string;
@@ -85,29 +134,7 @@ async function cpuSnapshot(): Promise<CpuSnapshot | undefined> {
   const machineBusy = user + nice + system;
   const machineAll = machineBusy + idle + iowait + irq + softirq + steal;
 
-  const procs = new Map<number, { ppid: number; ticks: number }>();
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const text = await readFile(`/proc/${entry}/stat`, 'utf8');
-      // Fields after the parenthesised command: state ppid ... utime(14) stime(15) cutime(16) cstime(17)
-      const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      const ppid = Number(rest[1]);
-      const ticks = Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]);
-      procs.set(Number(entry), { ppid, ticks });
-    } catch {
-      // the process ended while we looked: its time is in its parent's cutime/cstime by the next snapshot
-    }
-  }
-  const children = new Map<number, number[]>();
-  for (const [pid, p] of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), pid]);
-  let ours = 0;
-  const stack = [process.pid];
-  while (stack.length) {
-    const pid = stack.pop()!;
-    ours += procs.get(pid)?.ticks ?? 0;
-    stack.push(...(children.get(pid) ?? []));
-  }
+  const ours = (await treeCpuMs({ ours: process.pid })).ours / 10; // back to ticks, as /proc/stat counts
   return { machineBusy, machineAll, ours };
 }
 
