@@ -1,11 +1,12 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * A UUID (version 5 layout) derived from a name: the same name always gives the same id, which makes
  * writes repeatable (upserts keyed by deterministic ids).
  */
 export function deterministicUuid(name: string): string {
-  const h = createHash('sha1').update(name).digest();
+  // One-shot hash(): about twice as fast as createHash() for short names (ingest derives one id per record).
+  const h = hash('sha1', name, 'buffer');
   h[6] = (h[6]! & 0x0f) | 0x50;
   h[8] = (h[8]! & 0x3f) | 0x80;
   const hex = h.subarray(0, 16).toString('hex');

@@ -68,55 +68,77 @@ export async function cpuIdlePercent(ms = 2000): Promise<number> {
 }
 
 type CpuSnapshot = { machineBusy: number; machineAll: number; ours: number };
-type Proc = { ppid: number; comm: string; ticks: number };
+type ProcessRow = { ppid: number; comm: string; ticks: number };
 
-/** Every process's parent, command name and CPU ticks (its own and its waited-for children's). */
-async function readProcs(): Promise<{ procs: Map<number, Proc>; children: Map<number, number[]> }> {
-  const procs = new Map<number, Proc>();
-  for (const entry of await readdir('/proc')) {
+/** Every process's parent, command name and CPU ticks (its own plus its waited-for children's), from /proc. */
+async function processTable(): Promise<Map<number, ProcessRow>> {
+  const procs = new Map<number, ProcessRow>();
+  for (const entry of await readdir('/proc').catch(() => [])) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const text = await readFile(`/proc/${entry}/stat`, 'utf8');
-      // pid (comm) state ppid ... utime(14) stime(15) cutime(16) cstime(17)
-      const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+      // Fields after the parenthesised command: state ppid ... utime(14) stime(15) cutime(16) cstime(17)
       const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      const ppid = Number(rest[1]);
       const ticks = Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]);
-      procs.set(Number(entry), { ppid: Number(rest[1]), comm, ticks });
+      procs.set(Number(entry), { ppid, comm: text.slice(text.indexOf('(') + 1, text.lastIndexOf(')')), ticks });
     } catch {
       // the process ended while we looked: its time is in its parent's cutime/cstime by the next snapshot
     }
   }
-  const children = new Map<number, number[]>();
-  for (const [pid, p] of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), pid]);
-  return { procs, children };
+  return procs;
 }
 
-function subtreeTicks(procs: Map<number, Proc>, children: Map<number, number[]>, root: number): number {
-  let ticks = 0;
-  const stack = [root];
-  while (stack.length) {
-    const pid = stack.pop()!;
-    ticks += procs.get(pid)?.ticks ?? 0;
-    stack.push(...(children.get(pid) ?? []));
-  }
-  return ticks;
+/** The first child of this process whose command name is `comm` (a server a benchmark started). */
+export async function childPid(comm: string): Promise<number | undefined> {
+  for (const [pid, p] of await processTable()) if (p.ppid === process.pid && p.comm === comm) return pid;
+  return undefined;
 }
 
-const TICK_MS = 10; // USER_HZ is 100 on Linux
+/**
+ * CPU milliseconds used so far by each named process tree (a root pid and all its descendants), so a
+ * benchmark can say which process its time went to.
+ */
+export async function treeCpuMs<K extends string>(roots: Record<K, number | undefined>): Promise<Record<K, number>> {
+  const procs = await processTable();
+  const children = childrenOf(procs);
+  const out = {} as Record<K, number>;
+  for (const name of Object.keys(roots) as K[]) out[name] = subtreeTicks(procs, children, roots[name]) * TICK_MS;
+  return out;
+}
 
 /**
  * CPU milliseconds used so far by this process's child processes and their descendants, summed by the
- * child's command name (e.g. postgres, temporal, node for a worker). Differences of two readings say
- * where the machine time of a measurement went.
+ * child's command name (postgres, temporal; a Node worker process names itself MainThread).
  */
 export async function childCpuMs(): Promise<Record<string, number>> {
-  const { procs, children } = await readProcs().catch(() => ({ procs: new Map<number, Proc>(), children: new Map<number, number[]>() }));
+  const procs = await processTable();
+  const children = childrenOf(procs);
   const byName: Record<string, number> = {};
   for (const pid of children.get(process.pid) ?? []) {
     const name = procs.get(pid)!.comm;
     byName[name] = (byName[name] ?? 0) + subtreeTicks(procs, children, pid) * TICK_MS;
   }
   return byName;
+}
+
+const TICK_MS = 10; // /proc counts in USER_HZ ticks: 100 per second
+
+function childrenOf(procs: Map<number, ProcessRow>): Map<number, number[]> {
+  const children = new Map<number, number[]>();
+  for (const [pid, p] of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), pid]);
+  return children;
+}
+
+function subtreeTicks(procs: Map<number, ProcessRow>, children: Map<number, number[]>, root: number | undefined): number {
+  let ticks = 0;
+  const stack = root === undefined ? [] : [root];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    ticks += procs.get(pid)?.ticks ?? 0;
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return ticks;
 }
 
 /** Busy and total CPU ticks of the machine (/proc/stat) and ticks used by this process and its descendants. */
@@ -135,8 +157,8 @@ async function cpuSnapshot(): Promise<CpuSnapshot | undefined> {
   const machineBusy = user + nice + system;
   const machineAll = machineBusy + idle + iowait + irq + softirq + steal;
 
-  const { procs, children } = await readProcs();
-  return { machineBusy, machineAll, ours: subtreeTicks(procs, children, process.pid) };
+  const ours = (await treeCpuMs({ ours: process.pid })).ours / TICK_MS; // back to ticks, as /proc/stat counts
+  return { machineBusy, machineAll, ours };
 }
 
 /**

@@ -151,19 +151,7 @@ export async function buildSourceRecords(
     );
     await writeLongText(tx, 'source', 'text', jobId, doc.text);
     await q(tx, 'delete from record where source_id = ?', [jobId]);
-    // Rows travel as one JSON parameter per batch: few round trips, bounded memory.
-    for (let i = 0; i < unique.length; i += RECORD_BATCH) {
-      await bound(
-      tx,
-      `insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, section_path, page, subject,
-         link_type, link_from, link_to, content_hash)
-       select r.id, ?, ?, r.kind, r.text, r.start_offset, r.end_offset,
-              array(select jsonb_array_elements_text(r.section_path)), r.page, r.subject, r.link_type, r.link_from, r.link_to, r.content_hash
-         from jsonb_to_recordset(?::jsonb) as r(id uuid, kind text, text text, start_offset int, end_offset int,
-              section_path jsonb, page int, subject text, link_type text, link_from text, link_to text, content_hash text)`,
-      [job.account_id, jobId, JSON.stringify(unique.slice(i, i + RECORD_BATCH))],
-      );
-    }
+    for (let i = 0; i < unique.length; i += RECORD_BATCH) await insertRecords(tx, job.account_id, jobId, unique.slice(i, i + RECORD_BATCH));
     // The job ends in the same transaction as its records: no window where records exist for a queued job.
     await q(
       tx,
@@ -176,6 +164,47 @@ export async function buildSourceRecords(
     await q(tx, 'delete from ingest_blob where job_id = ?', [jobId]);
   });
   return { status: decision.quarantine ? 'quarantined' : 'succeeded', quarantineReason: decision.quarantine ? decision.reason : null, counts };
+}
+
+type RecordRow = {
+  id: string; kind: string; text: string; start_offset: number; end_offset: number; section_path: string[]; page: number | null;
+  subject: string | null; link_type: string | null; link_from: string | null; link_to: string | null; content_hash: string;
+};
+
+/**
+ * One multi-row INSERT per batch (few round trips, bounded memory), each column a typed array expanded
+ * by unnest: PostgreSQL parses these in under half the CPU of the same rows as one JSON document, and
+ * the database is the busier side while ingesting. Section paths (ragged, and shared by many records)
+ * travel once each, as JSON, and rows refer to them by index.
+ */
+async function insertRecords(tx: EntityManager, accountId: string, sourceId: string, rows: RecordRow[]): Promise<void> {
+  const paths: string[][] = [];
+  const pathIndex = new Map<string, number>();
+  const col = <K extends keyof RecordRow>(k: K) => rows.map((r) => r[k]);
+  const pathRefs = rows.map((r) => {
+    const key = JSON.stringify(r.section_path);
+    let n = pathIndex.get(key);
+    if (n === undefined) {
+      n = paths.push(r.section_path) - 1;
+      pathIndex.set(key, n);
+    }
+    return n;
+  });
+  await bound(
+    tx,
+    `with path as (
+       select (p.n - 1)::int as n, array(select jsonb_array_elements_text(p.path)) as path
+         from jsonb_array_elements(?::jsonb) with ordinality as p(path, n))
+     insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, section_path, page, subject,
+       link_type, link_from, link_to, content_hash)
+     select r.id, ?, ?, r.kind, r.text, r.start_offset, r.end_offset, path.path, r.page, r.subject, r.link_type, r.link_from,
+            r.link_to, r.content_hash
+       from unnest(?::uuid[], ?::text[], ?::text[], ?::int[], ?::int[], ?::int[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+              as r(id, kind, text, start_offset, end_offset, path_n, page, subject, link_type, link_from, link_to, content_hash)
+       join path on path.n = r.path_n`,
+    [JSON.stringify(paths), accountId, sourceId, col('id'), col('kind'), col('text'), col('start_offset'), col('end_offset'), pathRefs,
+      col('page'), col('subject'), col('link_type'), col('link_from'), col('link_to'), col('content_hash')],
+  );
 }
 
 async function storedResult(em: EntityManager, jobId: string, status: 'succeeded' | 'quarantined'): Promise<ProcessResult> {

@@ -4,7 +4,7 @@
  * and hyperlinks to other documents). Every record's text is exactly doc.text.slice(start, end), and
  * the same document always gives the same records in the same order.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { ExtractedDocument, Section } from './extract/index.ts';
 import { entitySpans, sentenceSpans, trimSpan, type EntitySpan, type Span } from './extract/sentences.ts';
 
@@ -53,6 +53,8 @@ const HASH_PIECE_CHARS = 1 << 20;
  * a 50 MB document does not need several full-size normalized copies at once; the digest is the same.
  */
 export function contentHash(text: string, pieceChars = HASH_PIECE_CHARS): string {
+  // One piece (every record): the same digest in one call, with the cheaper one-shot hash().
+  if (text.length <= pieceChars) return hash('sha256', text.normalize('NFC').replace(/\s+/g, ' ').trim(), 'hex');
   const h = createHash('sha256');
   let started = false;
   let pendingSpace = false;

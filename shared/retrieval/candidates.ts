@@ -95,6 +95,9 @@ function recordSql(b: Boundary, m: Match, limit: number): Sql {
   const params: unknown[] = [b.accountId];
   if (b.audiences) { where.push('s.audience = any(?::text[])'); params.push(b.audiences); }
   if (b.sourceIds) { where.push('r.source_id = any(?::uuid[])'); params.push(b.sourceIds); }
+  // Near spellings are looked up in excerpts (the partial trigram index): they hold every word of a
+  // source once, while facts and links repeat words of the same text.
+  if (m.type === 'trgm') where.push("r.kind = 'excerpt'");
   return build(m, {
     alias: 'r', textCol: 'r.text', dateCol: 'r.created_at', where, params,
     from: 'record r join source s on s.id = r.source_id',
