@@ -1,7 +1,5 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
@@ -12,6 +10,7 @@ import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
 import { childPid, treeCpuMs } from '../lib/machine.ts';
 import type { Metric } from '../lib/results.ts';
+import { spawnBenchWorker } from '../lib/worker-process.ts';
 import { median, round } from '../lib/stats.ts';
 
 // Issue acceptance for ingest: end-to-end throughput through Temporal with one worker (submission over
@@ -74,14 +73,7 @@ export const ingest: Benchmark = {
     const account = await createAccount(orm.em.fork(), api.config.accountDefaults, { email: `bench-${randomUUID()}@cairn.local`, password: 'benchmark password, long' });
     const { secret } = await createApiKey(orm.em.fork(), account.id, { name: 'bench', scopes: ['ingest'], maxPreset: 'accuracy' });
 
-    const startWorker = () => {
-      const child = spawn(process.execPath, [path.resolve('bin/worker.ts')], {
-        env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_TASK_QUEUE: taskQueue, LOG_LEVEL: 'warn' },
-        stdio: ['ignore', 'ignore', 'inherit'],
-      });
-      ctx.infra.onStop(async () => void child.kill('SIGTERM'));
-      return child;
-    };
+    const startWorker = () => spawnBenchWorker(ctx.infra, { databaseUrl, temporalAddress, taskQueue });
     const submit = async (d: Doc) => {
       const res = await fetch(`${api.baseUrl}/v1/ingest/file`, {
         method: 'POST',
