@@ -81,10 +81,14 @@ async function main(): Promise<number> {
         };
         results.push(result);
         process.stdout.write(`\n${renderSection(result)}\n\n`);
+        // Written as each benchmark ends, so a later failure or interruption keeps what was measured.
+        if (!quick) await saveResults([result], benchmarks.map((x) => x.name));
       } catch (err) {
         failed = true;
         if (interrupted) break;
         log(`${b.name} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      } finally {
+        await infra.endBenchmark();
       }
     }
   } finally {
@@ -92,10 +96,7 @@ async function main(): Promise<number> {
   }
   if (interrupted) return 130;
   if (quick) log('--quick: results not written');
-  else if (results.length) {
-    await saveResults(results, benchmarks.map((b) => b.name));
-    log(`results written to docs/benchmarks.json and docs/benchmarks.md`);
-  }
+  else if (results.length) log(`results written to docs/benchmarks.json and docs/benchmarks.md`);
   return failed ? 1 : 0;
 }
 

@@ -8,7 +8,7 @@ import type { Logger } from '../../shared/logger.ts';
 // The infrastructure a benchmark run needs, provided the way the test global setup does it:
 // DATABASE_URL / TEMPORAL_ADDRESS when set, otherwise a throwaway embedded PostgreSQL in a temporary
 // directory and a headless Temporal dev server. Each is started on first use only, once per run, and
-// everything started is stopped by `stop()` (in reverse order).
+// stopped by `stop()`; what a benchmark starts itself (database, API, worker) is undone when it ends.
 
 export const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 
@@ -21,6 +21,8 @@ export type PostgresInfo = {
 
 export class Infra {
   private cleanups: (() => Promise<unknown>)[] = [];
+  /** What the running benchmark started (its database, API, worker): undone when it ends. */
+  private benchmarkCleanups: (() => Promise<unknown>)[] = [];
   private postgresStarted: Promise<PostgresInfo> | undefined;
   private temporalStarted: Promise<string> | undefined;
   private stopping: Promise<void> | undefined;
@@ -57,8 +59,8 @@ export class Infra {
   }
 
   /**
-   * A new database named cairn_bench_<random>, migrated. It is dropped again by `stop()` (so a shared
-   * DATABASE_URL server is left as it was found).
+   * A new database named cairn_bench_<random>, migrated. It is dropped again when the benchmark ends
+   * (so a shared DATABASE_URL server is left as it was found).
    */
   async freshDatabase(logger?: Logger): Promise<{ url: string; orm: Orm }> {
     const { adminUrl } = await this.postgres();
@@ -66,21 +68,37 @@ export class Infra {
     const name = `cairn_bench_${randomBytes(4).toString('hex')}`;
     url.pathname = `/${name}`;
     await ensureDatabase(url.toString());
-    this.defer(() => dropDatabase(adminUrl, name));
+    this.onStop(() => dropDatabase(adminUrl, name));
     const orm = await createOrm(url.toString(), logger);
-    this.defer(() => orm.close());
+    this.onStop(() => orm.close());
     await migrate(orm);
     return { url: url.toString(), orm };
   }
 
-  /** Registers a cleanup that runs at `stop()`, before what was started earlier. */
+  /**
+   * Registers a cleanup of the running benchmark: it runs when the benchmark ends (`endBenchmark()`), or
+   * at `stop()`, before what was started earlier. A worker left running with a backlog would otherwise
+   * skew the benchmarks after it.
+   */
   onStop(cleanup: () => Promise<unknown>) {
-    this.defer(cleanup);
+    if (this.stopping) {
+      void cleanup().catch(() => {});
+      return;
+    }
+    this.benchmarkCleanups.push(cleanup);
+  }
+
+  /** Undoes what the benchmark that just ended started; the shared PostgreSQL and Temporal stay up. */
+  async endBenchmark(): Promise<void> {
+    const cleanups = this.benchmarkCleanups.reverse();
+    this.benchmarkCleanups = [];
+    for (const c of cleanups) await c().catch((err: unknown) => log(`cleanup failed: ${String(err)}`));
   }
 
   /** Stops everything started, in reverse order; later calls get the same promise. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      await this.endBenchmark();
       const cleanups = this.cleanups.reverse();
       this.cleanups = [];
       for (const c of cleanups) await c().catch((err: unknown) => log(`cleanup failed: ${String(err)}`));
