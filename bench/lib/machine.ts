@@ -212,7 +212,8 @@ export async function describeCode(): Promise<{ commit: string; dirty: boolean }
   const git = promisify(execFile);
   try {
     const { stdout: commit } = await git('git', ['rev-parse', '--short=12', 'HEAD']);
-    const { stdout: status } = await git('git', ['status', '--porcelain', '--untracked-files=no']);
+    // The results files a run itself rewrites do not make the measured code dirty.
+    const { stdout: status } = await git('git', ['status', '--porcelain', '--untracked-files=no', '--', '.', ':!docs/benchmarks*']);
     return { commit: commit.trim(), dirty: status.trim() !== '' };
   } catch {
     return undefined;

@@ -13,7 +13,8 @@ export const RESULTS_MD = path.join(root, 'docs', 'benchmarks.md');
 export type Unit = 'ms' | 'µs' | 'req/s' | 's' | 'MB' | 'MB/s' | 'docs/s' | '×' | 'writes/s' | 'events' | 'rows';
 
 /** A performance target: the metric's value should stay below (`<`) or above (`>`) `value`. */
-export type Target = { op: '<' | '>'; value: number; text: string };
+/** `of: 'ratio'`: the target bounds the ratio to the baseline (e.g. < 1.5× REST), not the value itself. */
+export type Target = { op: '<' | '>'; value: number; text: string; of?: 'value' | 'ratio' };
 
 export type Metric = {
   id: string;
@@ -101,7 +102,8 @@ function formatRatio(m: Metric): string {
 
 function formatTarget(m: Metric): string {
   if (!m.target) return '—';
-  const met = m.target.op === '<' ? m.value < m.target.value : m.value > m.target.value;
+  const x = m.target.of === 'ratio' ? (m.ratio ?? Number.NaN) : m.value;
+  const met = m.target.op === '<' ? x < m.target.value : x > m.target.value;
   return `${m.target.text} (${met ? 'met' : 'not met'})`;
 }
 
