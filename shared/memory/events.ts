@@ -2,21 +2,27 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { EVENT_STATUSES } from '../contracts/memory.ts';
 import { notFound } from '../errors.ts';
+import type { TemporalClientHandle } from '../temporal/client.ts';
 import { startMemoryEvent } from '../temporal/workflows.ts';
 import { iso, sql, type Em } from './db.ts';
 import { requireLabel, type LabelKind } from './labels.ts';
 
 /**
- * What a memory operation that starts an event needs: its EntityManager and the Temporal client, and
- * where to run the start nobody waits for (the client handle's detach, so shutdown can cancel it).
+ * What a memory operation that starts an event needs: its EntityManager, the Temporal client, and where
+ * to run the start nobody waits for (the client handle's detach, so shutdown can cancel it).
  */
 export type MemoryDeps = {
   em: Em;
   temporal: Client;
   taskQueue: string;
-  detach?: (work: () => Promise<unknown>) => void;
+  detach: (work: () => Promise<unknown>) => void;
   log?: { warn(obj: object, msg: string): void };
 };
+
+/** The dependencies of one request's memory operations (REST route or MCP tool). */
+export function memoryDepsOf(em: Em, temporal: TemporalClientHandle, taskQueue: string, log: MemoryDeps['log']): MemoryDeps {
+  return { em, temporal: temporal.client, taskQueue, detach: temporal.detach, log };
+}
 
 export type EventKind = 'add_messages' | 'delete_peer' | 'delete_session';
 export type EventRow = {
@@ -83,15 +89,13 @@ export async function queueStatus(em: Em, accountId: string) {
  * later (sweepQueuedEvents); starts are idempotent (one workflow id per event).
  */
 export function dispatchEvent(deps: MemoryDeps, eventId: string): void {
-  const start = () => startMemoryEvent(deps.temporal, deps.taskQueue, eventId).catch((err: unknown) => {
+  deps.detach(() => startMemoryEvent(deps.temporal, deps.taskQueue, eventId).catch((err: unknown) => {
     deps.log?.warn({ err, eventId }, 'memory event start failed; the sweeper will start it');
-  });
-  if (deps.detach) deps.detach(start);
-  else void start();
+  }));
 }
 
 /** Starts the workflows of events still `queued` after `olderThanMs` (their first start was lost). */
-export async function sweepQueuedEvents(deps: Omit<MemoryDeps, 'log'>, olderThanMs: number, limit = 500): Promise<number> {
+export async function sweepQueuedEvents(deps: Pick<MemoryDeps, 'em' | 'temporal' | 'taskQueue'>, olderThanMs: number, limit = 500): Promise<number> {
   const rows = await sql<{ id: string }>(
     deps.em,
     `select id from memory_event where status = 'queued' and created_at < now() - make_interval(secs => ?) order by created_at limit ?`,

@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { memoryDepsOf } from '../../shared/memory/events.ts';
 import { addMessages } from '../../shared/memory/messages.ts';
 import { createTemporalClient } from '../../shared/temporal/client.ts';
 import { memoryEventWorkflowId } from '../../shared/temporal/workflows.ts';
@@ -60,7 +61,7 @@ describe('a worker killed in the middle of a memory add-messages event', () => {
     // A second write whose workflow start is lost (a Temporal that refuses it, as if the API died after
     // its commit): only the outbox sweeper of a worker process (bin/worker.ts) can start it.
     const refusing = createTemporalClient(inject('temporalAddress'), 'no-such-namespace');
-    const lost = await addMessages({ em: db.orm.em.fork(), temporal: refusing.client, taskQueue },
+    const lost = await addMessages(memoryDepsOf(db.orm.em.fork(), refusing, taskQueue, undefined),
       account.id, session, { peer_id: peer, messages: [{ role: 'user', content: `My favourite fjord is the ${fjord} fjord.` }], infer: true }, null)
       .finally(() => refusing.close());
     const peerId = (await sql.query<{ id: string }>('select id from memory_peer where account_id = $1 and label = $2', [account.id, peer]))[0]!.id;

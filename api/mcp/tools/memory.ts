@@ -4,7 +4,7 @@ import {
 } from '../../../shared/contracts/memory.ts';
 import { claimHistory, getClaim, listClaims, updateClaim, withdrawClaim } from '../../../shared/memory/claims.ts';
 import { peerRepresentation } from '../../../shared/memory/context.ts';
-import { eventStatus, getEvent, queueStatus, requestDeletion, type MemoryDeps } from '../../../shared/memory/events.ts';
+import { eventStatus, getEvent, memoryDepsOf, queueStatus, requestDeletion, type MemoryDeps } from '../../../shared/memory/events.ts';
 import { labelRecord, upsertLabel } from '../../../shared/memory/labels.ts';
 import { addMessages } from '../../../shared/memory/messages.ts';
 import { defineTool, type McpTool, type ToolContext } from './registry.ts';
@@ -14,9 +14,7 @@ import { defineTool, type McpTool, type ToolContext } from './registry.ts';
 
 const READ = ['memory.read'] as const;
 const WRITE = ['memory.write'] as const;
-const deps = (ctx: ToolContext): MemoryDeps => ({
-  em: ctx.em, temporal: ctx.deps.temporal.client, taskQueue: ctx.deps.config.temporal.taskQueue, detach: ctx.deps.temporal.detach, log: ctx.log,
-});
+const deps = (ctx: ToolContext): MemoryDeps => memoryDepsOf(ctx.em, ctx.deps.temporal, ctx.deps.config.temporal.taskQueue, ctx.log);
 const account = (ctx: ToolContext) => ctx.principal.accountId;
 
 const peerId = Label.describe('The peer label: who the memory is about (for example a user id of your application).');

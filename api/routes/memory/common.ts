@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Config } from '../../../shared/config.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { assertWorkspace } from '../../../shared/memory/labels.ts';
-import type { MemoryDeps } from '../../../shared/memory/events.ts';
+import { memoryDepsOf, type MemoryDeps } from '../../../shared/memory/events.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 import type { AuthRule } from '../../plugins/auth.ts';
 
@@ -18,13 +18,8 @@ export const tags = ['memory'];
 export type MemoryRouteOptions = { config: Config; temporal: TemporalClientHandle };
 
 /** The dependencies of a memory operation for this request. */
-export const memoryDeps = (request: FastifyRequest, opts: MemoryRouteOptions): MemoryDeps => ({
-  em: request.em,
-  temporal: opts.temporal.client,
-  taskQueue: opts.config.temporal.taskQueue,
-  detach: opts.temporal.detach,
-  log: request.log,
-});
+export const memoryDeps = (request: FastifyRequest, opts: MemoryRouteOptions): MemoryDeps =>
+  memoryDepsOf(request.em, opts.temporal, opts.config.temporal.taskQueue, request.log);
 
 /** Every memory route with a {ws} parameter checks it (only `default` exists) before its handler. */
 export async function checkWorkspace(request: FastifyRequest): Promise<void> {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { purgeAccountData } from '../../../shared/auth/account-deletion.ts';
-import { sweepQueuedEvents } from '../../../shared/memory/events.ts';
+import { memoryDepsOf, sweepQueuedEvents } from '../../../shared/memory/events.ts';
 import { addMessages } from '../../../shared/memory/messages.ts';
 import { createTemporalClient } from '../../../shared/temporal/client.ts';
 import { ApiClient, cliSignIn, expectError, signIn, sqlClient, type Json, type Sql } from '../../helpers/accounts.ts';
@@ -603,7 +603,7 @@ describe('event outbox', () => {
     const warnings: object[] = [];
     try {
       const receipt = await addMessages(
-        { em: db.orm.em.fork(), temporal: unreachable.client, taskQueue, log: { warn: (o) => warnings.push(o) } },
+        memoryDepsOf(db.orm.em.fork(), unreachable, taskQueue, { warn: (o) => warnings.push(o) }),
         A.account.id, session, { peer_id: peer, messages: [{ role: 'user', content: 'My favourite fjord is Geiranger.' }], infer: true },
         null,
       );
