@@ -62,9 +62,7 @@ export const ingest: Benchmark = {
   async run(ctx: BenchContext): Promise<BenchOutput> {
     const runs = ctx.quick ? 1 : 3;
     const copies = ctx.quick ? 2 : 6;
-    const { orm, url: databaseUrl } = await ctx.infra.freshDatabase();
-    const temporalAddress = await ctx.infra.temporal();
-    const taskQueue = `bench-ingest-${randomUUID()}`;
+    const { orm, databaseUrl, temporalAddress, taskQueue } = await ctx.infra.backend('ingest');
     const api = await startBenchApi(ctx.infra, {
       orm,
       temporalAddress,

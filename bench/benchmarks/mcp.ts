@@ -28,9 +28,7 @@ export const mcp: Benchmark = {
   async run(ctx: BenchContext): Promise<BenchOutput> {
     const runs = ctx.quick ? 1 : 3;
     const seconds = ctx.quick ? 3 : 8;
-    const { orm, url: databaseUrl } = await ctx.infra.freshDatabase();
-    const temporalAddress = await ctx.infra.temporal();
-    const taskQueue = `bench-mcp-${randomUUID()}`;
+    const { orm, databaseUrl, temporalAddress, taskQueue } = await ctx.infra.backend('mcp');
     const big = '100000000';
     const api = await startBenchApi(ctx.infra, {
       orm, temporalAddress, mcp: true,
@@ -69,15 +67,15 @@ export const mcp: Benchmark = {
     const pairs = [
       {
         name: 'query (context)',
-        rest: { url: `${api.baseUrl}/v1/query`, headers: auth, bodyTemplate: JSON.stringify({ idempotencyKey: 'bench-{{uuid}}', mode: 'context', query: question, preset: 'accuracy' }) },
-        mcp: { url: `${api.baseUrl}/mcp`, headers: mcpHeaders, errorMarker: '"isError":true',
-          bodyTemplate: rpc('query_context', { idempotencyKey: 'bench-{{uuid}}', mode: 'context', query: question, preset: 'accuracy' }) },
+        rest: { headers: auth, requests: [{ url: `${api.baseUrl}/v1/query`, body: JSON.stringify({ idempotencyKey: 'bench-{{uuid}}', mode: 'context', query: question, preset: 'accuracy' }) }] },
+        mcp: { headers: mcpHeaders, errorMarker: '"isError":true',
+          requests: [{ url: `${api.baseUrl}/mcp`, body: rpc('query_context', { idempotencyKey: 'bench-{{uuid}}', mode: 'context', query: question, preset: 'accuracy' }) }] },
       },
       {
         name: 'add messages',
-        rest: { url: `${api.baseUrl}/v1/workspaces/default/sessions/chat/messages`, headers: auth, bodyTemplate: JSON.stringify({ peer_id: 'dana', messages: [message] }) },
-        mcp: { url: `${api.baseUrl}/mcp`, headers: mcpHeaders, errorMarker: '"isError":true',
-          bodyTemplate: rpc('add_messages_to_session', { session_id: 'chat', peer_id: 'dana', messages: [message] }) },
+        rest: { headers: auth, requests: [{ url: `${api.baseUrl}/v1/workspaces/default/sessions/chat/messages`, body: JSON.stringify({ peer_id: 'dana', messages: [message] }) }] },
+        mcp: { headers: mcpHeaders, errorMarker: '"isError":true',
+          requests: [{ url: `${api.baseUrl}/mcp`, body: rpc('add_messages_to_session', { session_id: 'chat', peer_id: 'dana', messages: [message] }) }] },
       },
     ];
 
@@ -104,7 +102,7 @@ export const mcp: Benchmark = {
         metrics.push({
           id: `mcp.${key}.${f}`, label: `tools/call ${key === 'query' ? 'query_context' : 'add_messages_to_session'} ${f} at ${CONNECTIONS} concurrent`,
           value: m('mcp', f), unit: 'ms', target: { op: '<', value: 1.5, text: '< 1.5× REST', of: 'ratio' },
-          baseline: { label: `REST ${pair.rest.url.replace(api.baseUrl, '')}`, value: m('rest', f), kind: 'baseline' }, ratio: round(m('mcp', f) / m('rest', f)),
+          baseline: { label: `REST ${pair.rest.requests[0]!.url.replace(api.baseUrl, '')}`, value: m('rest', f), kind: 'baseline' }, ratio: round(m('mcp', f) / m('rest', f)),
         });
       }
       rows.push([pair.name, 'REST', m('rest', 'rps'), m('rest', 'p50'), m('rest', 'p95')], [pair.name, 'MCP tools/call', m('mcp', 'rps'), m('mcp', 'p50'), m('mcp', 'p95')]);

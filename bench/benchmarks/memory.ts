@@ -6,7 +6,7 @@ import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
 import { closedLoop } from '../lib/closed-loop.ts';
-import { childCpuMs } from '../lib/machine.ts';
+import { childPid, treeCpuMs } from '../lib/machine.ts';
 import { waitForBackgroundWork } from '../lib/drain.ts';
 import type { Metric } from '../lib/results.ts';
 import { round, summarize } from '../lib/stats.ts';
@@ -42,42 +42,38 @@ export const memory: Benchmark = {
     const sustainSeconds = ctx.quick ? 10 : Number(process.env.BENCH_MEMORY_SUSTAIN_SECONDS ?? 60);
     const receiptWrites = ctx.quick ? 160 : 800;
     const latencySamples = ctx.quick ? 20 : 100;
-    const { orm, url: databaseUrl } = await ctx.infra.freshDatabase();
-    const temporalAddress = await ctx.infra.temporal();
-    const taskQueue = `bench-memory-${randomUUID()}`;
+    const { orm, databaseUrl, temporalAddress, taskQueue } = await ctx.infra.backend('memory');
     const api = await startBenchApi(ctx.infra, { orm, temporalAddress, env: { TEMPORAL_TASK_QUEUE: taskQueue, RATE_LIMIT_PER_MINUTE: '1000000' } });
     const account = await createAccount(orm.em.fork(), api.config.accountDefaults, { email: `bench-${randomUUID()}@cairn.local`, password: 'benchmark password, long' });
     const { secret } = await createApiKey(orm.em.fork(), account.id, { name: 'bench', scopes: ['memory.read', 'memory.write'], maxPreset: 'accuracy' });
-    const call = async (method: string, sub: string, body?: unknown) => {
-      const res = await fetch(`${api.baseUrl}/v1/workspaces/default${sub}`, {
-        method,
-        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body ?? {}),
-      });
+    const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
+    const post = async (url: string, body: string) => {
+      const res = await fetch(url, { method: 'POST', headers, body });
       const text = await res.text();
-      if (res.status !== 200) throw new Error(`${method} ${sub} answered ${res.status}: ${text}`);
+      if (res.status !== 200) throw new Error(`POST ${url} answered ${res.status}: ${text}`);
       return JSON.parse(text) as { event_id: string };
     };
+    const base = `${api.baseUrl}/v1/workspaces/default`;
     const peers = Array.from({ length: 64 }, (_, i) => `peer-${i}`);
     for (const p of peers) {
-      await call('POST', '/peers', { id: p });
-      await call('POST', '/sessions', { id: `session-${p}` });
+      await post(`${base}/peers`, JSON.stringify({ id: p }));
+      await post(`${base}/sessions`, JSON.stringify({ id: `session-${p}` }));
     }
+    // The i-th write: one user message to one of the peers, in its own session.
     const writeRequest = (i: number) => {
       const peer = peers[i % peers.length]!;
       const content = SENTENCES[i % SENTENCES.length]!.replace('%', `Place${i}`);
-      return { url: `${api.baseUrl}/v1/workspaces/default/sessions/session-${peer}/messages`, body: JSON.stringify({ peer_id: peer, messages: [{ role: 'user', content }] }) };
+      return { url: `${base}/sessions/session-${peer}/messages`, body: JSON.stringify({ peer_id: peer, messages: [{ role: 'user', content }] }) };
     };
     let n = 0;
-    const write = async () => {
+    const write = () => {
       const { url, body } = writeRequest(n++);
-      return call('POST', url.slice(`${api.baseUrl}/v1/workspaces/default`.length), JSON.parse(body));
+      return post(url, body);
     };
     // Concurrent writers run in a worker thread (closed loop), so the load generator does not share the
     // in-process API's event loop; each of its requests is a distinct message to one of the peers.
     const writers = (maxRequests: number, durationSeconds: number) => closedLoop({
-      url: api.baseUrl, headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, bodyTemplate: '',
-      requests: Array.from({ length: 4096 }, (_, i) => writeRequest(n + i)), connections: WRITERS, durationSeconds, maxRequests,
+      headers, requests: Array.from({ length: 4096 }, (_, i) => writeRequest(n + i)), connections: WRITERS, durationSeconds, maxRequests,
     }).then((sample) => {
       if (sample.errors) throw new Error(`${sample.errors} writes failed, first: ${sample.firstError}`);
       n += sample.latenciesMs.length;
@@ -85,7 +81,10 @@ export const memory: Benchmark = {
     });
     const conn = () => orm.em.fork().getConnection();
 
-    spawnBenchWorker(ctx.infra, { databaseUrl, temporalAddress, taskQueue });
+    const worker = spawnBenchWorker(ctx.infra, { databaseUrl, temporalAddress, taskQueue });
+    // Where the machine time goes: the API's main thread, and PostgreSQL, the Temporal server and the
+    // worker as process trees (absent ones, e.g. an external DATABASE_URL, count 0).
+    const trees = { postgres: await childPid('postgres'), temporal: await childPid('temporal'), worker: worker.pid };
     await sleep(ctx.quick ? 4000 : 6000); // workflow bundling at worker start is not measured
     // Warm-up: connections, JIT, the workflow cache; draining it also waits for the worker to be polling.
     for (let i = 0; i < 30; i++) await write();
@@ -110,14 +109,14 @@ export const memory: Benchmark = {
     // 2. Receipt latency at 16 concurrent writers, and where the machine time went meanwhile (the API's
     // main thread; PostgreSQL, the Temporal server and the worker as child processes).
     const apiCpu0 = process.threadCpuUsage();
-    const children0 = await childCpuMs();
+    const children0 = await treeCpuMs(trees);
     const receiptSample = await writers(receiptWrites, 600);
     const apiCpuMs = (({ user, system }) => (user + system) / 1000)(process.threadCpuUsage(apiCpu0));
-    const children1 = await childCpuMs();
+    const children1 = await treeCpuMs(trees);
     await waitForBackgroundWork(orm, 300_000, 20);
     const rec = summarize(receiptSample.latenciesMs);
-    const perWrite = (name: string) => ((children1[name] ?? 0) - (children0[name] ?? 0)) / receiptSample.latenciesMs.length;
-    const machine = { api: apiCpuMs / receiptSample.latenciesMs.length, postgres: perWrite('postgres'), temporal: perWrite('temporal'), worker: perWrite('node') + perWrite('MainThread') }; // Node names its main thread
+    const perWrite = (name: keyof typeof trees) => (children1[name] - children0[name]) / receiptSample.latenciesMs.length;
+    const machine = { api: apiCpuMs / receiptSample.latenciesMs.length, postgres: perWrite('postgres'), temporal: perWrite('temporal'), worker: perWrite('worker') };
     const machineTotal = machine.api + machine.postgres + machine.temporal + machine.worker;
     // Little's law: 16 closed-loop writers on 2 cores cannot wait less, on average, than 16 × the machine
     // time each write costs ÷ 2 cores, whatever the code does while the machine is saturated.

@@ -104,9 +104,7 @@ export const mixed: Benchmark = {
   async run(ctx: BenchContext): Promise<BenchOutput> {
     const levels = ctx.quick ? [1, 4] : [1, 2, 4, 8, 16, 32, 64];
     const seconds = ctx.quick ? 3 : 20;
-    const { orm, url: databaseUrl } = await ctx.infra.freshDatabase();
-    const temporalAddress = await ctx.infra.temporal();
-    const taskQueue = `bench-mixed-${randomUUID()}`;
+    const { orm, databaseUrl, temporalAddress, taskQueue } = await ctx.infra.backend('mixed');
     const rateLimiter = createRateLimiter(databaseUrl, 10_000_000);
     ctx.infra.onStop(() => rateLimiter.close());
     const big = '100000000';

@@ -193,7 +193,7 @@ export const query: Benchmark = {
     // HTTP load comes from a worker thread (closed loop), so the client does not share the in-process
     // API's event loop; each request a new idempotencyKey, the queries in turn.
     const http = (mode: string, preset: string) => ({
-      url: `${api.baseUrl}/v1/query`, headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, bodyTemplate: '',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       requests: LATENCY_QUERIES.map((query) => ({ url: `${api.baseUrl}/v1/query`, body: JSON.stringify({ idempotencyKey: 'bench-{{uuid}}', mode, preset, query }) })),
     });
     const inProcess = (strategy: Strategy) => (i: number) => retrieve(l.orm.em.fork(), boundaryOf(la.id), LATENCY_QUERIES[i % LATENCY_QUERIES.length], strategy);

@@ -1,18 +1,16 @@
 // A closed-loop load generator in a worker thread for requests whose bodies must differ (idempotency
 // keys, message text): `connections` clients each send the next request when the previous one is
-// answered, for a fixed duration and a hard request ceiling. `{{uuid}}` in the body becomes a fresh UUID
-// per request; with `requests`, the n-th request sent is requests[n % length] (different URLs and bodies,
-// e.g. one session per peer). Answers one ClosedLoopSample message.
+// answered, for a fixed duration and a hard request ceiling. The n-th request sent is
+// requests[n % length] (one request, or different URLs and bodies such as one session per peer);
+// `{{uuid}}` in a body becomes a fresh UUID per request. Answers one ClosedLoopSample message.
 import { randomUUID } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Agent } from 'undici';
 
 export type ClosedLoopOptions = {
-  url: string;
+  /** POSTed in turn. */
+  requests: { url: string; body: string }[];
   headers: Record<string, string>;
-  bodyTemplate: string;
-  /** When given, used in turn instead of url and bodyTemplate. */
-  requests?: { url: string; body: string }[];
   connections: number;
   durationSeconds: number;
   maxRequests: number;
@@ -31,7 +29,7 @@ let sent = 0;
 
 async function client(deadline: number) {
   while (Date.now() < deadline && sent < opts.maxRequests) {
-    const request = opts.requests?.[sent % opts.requests.length] ?? { url: opts.url, body: opts.bodyTemplate };
+    const request = opts.requests[sent % opts.requests.length]!;
     sent++;
     const started = performance.now();
     try {

@@ -9,7 +9,7 @@ export type { ClosedLoopOptions, ClosedLoopSample };
  * API it measures. Only loopback targets.
  */
 export function closedLoop(opts: ClosedLoopOptions): Promise<ClosedLoopSample> {
-  for (const url of [opts.url, ...(opts.requests ?? []).map((r) => r.url)]) assertLoopback(url);
+  for (const r of opts.requests) assertLoopback(r.url);
   const script = new URL('./closed-loop-worker.ts', import.meta.url);
-  return sampleFromWorker<ClosedLoopSample>(script, opts, (opts.durationSeconds + 60) * 1000, `load against ${opts.url}`);
+  return sampleFromWorker<ClosedLoopSample>(script, opts, (opts.durationSeconds + 60) * 1000, `load against ${opts.requests[0]!.url}`);
 }

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { ensureDatabase } from '../../shared/db/embedded.ts';
 import { createOrm, migrate, type Orm } from '../../shared/db/orm.ts';
@@ -27,13 +27,13 @@ export class Infra {
   private temporalStarted: Promise<string> | undefined;
   private stopping: Promise<void> | undefined;
 
-  private defer(cleanup: () => Promise<unknown>) {
+  private defer(cleanup: () => Promise<unknown>, list = this.cleanups) {
     if (this.stopping) {
       // Started while stopping (an interrupted benchmark still finishing a step): undo it at once.
       void cleanup().catch(() => {});
       return;
     }
-    this.cleanups.push(cleanup);
+    list.push(cleanup);
   }
 
   postgres(): Promise<PostgresInfo> {
@@ -75,36 +75,43 @@ export class Infra {
     return { url: url.toString(), orm };
   }
 
+  /** What a benchmark that runs the API and a worker needs: its own database, Temporal, a task queue. */
+  async backend(name: string): Promise<{ orm: Orm; databaseUrl: string; temporalAddress: string; taskQueue: string }> {
+    const { orm, url: databaseUrl } = await this.freshDatabase();
+    return { orm, databaseUrl, temporalAddress: await this.temporal(), taskQueue: `bench-${name}-${randomUUID()}` };
+  }
+
   /**
    * Registers a cleanup of the running benchmark: it runs when the benchmark ends (`endBenchmark()`), or
    * at `stop()`, before what was started earlier. A worker left running with a backlog would otherwise
    * skew the benchmarks after it.
    */
   onStop(cleanup: () => Promise<unknown>) {
-    if (this.stopping) {
-      void cleanup().catch(() => {});
-      return;
-    }
-    this.benchmarkCleanups.push(cleanup);
+    this.defer(cleanup, this.benchmarkCleanups);
   }
 
   /** Undoes what the benchmark that just ended started; the shared PostgreSQL and Temporal stay up. */
   async endBenchmark(): Promise<void> {
-    const cleanups = this.benchmarkCleanups.reverse();
+    const cleanups = this.benchmarkCleanups;
     this.benchmarkCleanups = [];
-    for (const c of cleanups) await c().catch((err: unknown) => log(`cleanup failed: ${String(err)}`));
+    await undo(cleanups);
   }
 
   /** Stops everything started, in reverse order; later calls get the same promise. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       await this.endBenchmark();
-      const cleanups = this.cleanups.reverse();
+      const cleanups = this.cleanups;
       this.cleanups = [];
-      for (const c of cleanups) await c().catch((err: unknown) => log(`cleanup failed: ${String(err)}`));
+      await undo(cleanups);
     })();
     return this.stopping;
   }
+}
+
+/** Runs cleanups newest first; one that fails is logged and the rest still run. */
+async function undo(cleanups: (() => Promise<unknown>)[]): Promise<void> {
+  for (const c of cleanups.reverse()) await c().catch((err: unknown) => log(`cleanup failed: ${String(err)}`));
 }
 
 async function dropDatabase(adminUrl: string, name: string): Promise<void> {

@@ -107,21 +107,6 @@ export async function treeCpuMs<K extends string>(roots: Record<K, number | unde
   return out;
 }
 
-/**
- * CPU milliseconds used so far by this process's child processes and their descendants, summed by the
- * child's command name (postgres, temporal; a Node worker process names itself MainThread).
- */
-export async function childCpuMs(): Promise<Record<string, number>> {
-  const procs = await processTable();
-  const children = childrenOf(procs);
-  const byName: Record<string, number> = {};
-  for (const pid of children.get(process.pid) ?? []) {
-    const name = procs.get(pid)!.comm;
-    byName[name] = (byName[name] ?? 0) + subtreeTicks(procs, children, pid) * TICK_MS;
-  }
-  return byName;
-}
-
 const TICK_MS = 10; // /proc counts in USER_HZ ticks: 100 per second
 
 function childrenOf(procs: Map<number, ProcessRow>): Map<number, number[]> {
