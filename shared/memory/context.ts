@@ -24,28 +24,8 @@ function conflictsOf(claims: Claim[]): Conflict[] {
   return claims.filter((c) => c.conflicts_with.length).map((c) => ({ claim_id: c.id, conflicts_with: c.conflicts_with }));
 }
 
-async function rankMessages(tx: Em, where: { peerId?: string; sessionId?: string }, query: string, limit: number) {
-  const tsq = anyWordQuery(query);
-  if (!tsq) return [];
-  const filters = ['m.available'];
-  const params: unknown[] = [tsq];
-  if (where.peerId) {
-    filters.push('m.peer_id = ?');
-    params.push(where.peerId);
-  }
-  if (where.sessionId) {
-    filters.push('m.session_id = ?');
-    params.push(where.sessionId);
-  }
-  return sql<MessageRow & { score: number }>(
-    tx,
-    `${MESSAGE_SELECT.replace('select ', "select ts_rank_cd(m.tsv, to_tsquery('english', ?))::float8 as score, ")}
-      where ${filters.join(' and ')} and m.tsv @@ to_tsquery('english', ?) order by score desc, m.created_at desc limit ?`,
-    [...params, tsq, limit],
-  );
-}
-
-async function recentMessages(tx: Em, where: { peerId?: string; sessionId?: string }, limit = RECENT_MESSAGES) {
+/** Available messages, of the peer and/or the session when given. */
+function messageFilters(where: { peerId?: string; sessionId?: string }): { filters: string[]; params: unknown[] } {
   const filters = ['m.available'];
   const params: unknown[] = [];
   if (where.peerId) {
@@ -56,6 +36,23 @@ async function recentMessages(tx: Em, where: { peerId?: string; sessionId?: stri
     filters.push('m.session_id = ?');
     params.push(where.sessionId);
   }
+  return { filters, params };
+}
+
+async function rankMessages(tx: Em, where: { peerId?: string; sessionId?: string }, query: string, limit: number) {
+  const tsq = anyWordQuery(query);
+  if (!tsq) return [];
+  const { filters, params } = messageFilters(where);
+  return sql<MessageRow & { score: number }>(
+    tx,
+    `${MESSAGE_SELECT.replace('select ', "select ts_rank_cd(m.tsv, to_tsquery('english', ?))::float8 as score, ")}
+      where ${filters.join(' and ')} and m.tsv @@ to_tsquery('english', ?) order by score desc, m.created_at desc limit ?`,
+    [tsq, ...params, tsq, limit],
+  );
+}
+
+async function recentMessages(tx: Em, where: { peerId?: string; sessionId?: string }, limit = RECENT_MESSAGES) {
+  const { filters, params } = messageFilters(where);
   const rows = await sql<MessageRow>(
     tx,
     `${MESSAGE_SELECT} where ${filters.join(' and ')} order by m.created_at desc, m.event_id desc, m.position desc limit ?`,
