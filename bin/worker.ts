@@ -6,8 +6,6 @@ import { createLogger } from '../shared/logger.ts';
 import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
 import { createWorkerMetrics, serveMetrics } from '../shared/ops/metrics.ts';
 import { bundleWorkflows, createWorker, type CairnWorker } from '../shared/temporal/worker.ts';
-import { createTemporalClient } from '../shared/temporal/client.ts';
-import { startMemorySweeper } from '../shared/memory/sweeper.ts';
 
 runMain(async () => {
   const config = loadConfig();
@@ -24,18 +22,13 @@ runMain(async () => {
       })
     : undefined;
 
-  // Starts memory events whose start the API lost (outbox recovery).
-  const temporalClient = createTemporalClient(requireTemporalAddress(config), config.temporal.namespace);
-  const sweeper = startMemorySweeper({ orm, temporal: temporalClient.client, taskQueue: config.temporal.taskQueue, logger });
-
   let stopping = false;
   let current: CairnWorker | undefined;
   // worker.shutdown() lets in-flight activities finish (shutdownGraceTime); run() then resolves.
   onShutdown(async (signal) => {
     logger.info({ signal }, 'worker shutting down');
     stopping = true;
-    sweeper.stop();
-    await temporalClient.close().catch((err: unknown) => logger.debug({ err }, 'closing the sweeper Temporal client failed'));
+    await current?.dispatcher.stop();
     metricsServer?.close();
     // The SDK worker may already be draining on its own (its server went away first); shutdown() then throws.
     if (current?.worker.getState() === 'RUNNING') current.worker.shutdown();
@@ -72,6 +65,7 @@ runMain(async () => {
         await sleep(backoffMs);
         backoffMs = Math.min(backoffMs * 2, 30_000);
       } finally {
+        await current?.dispatcher.stop();
         // The connection may already be broken; closing it is best effort.
         await current?.connection.close().catch((err: unknown) => logger.debug({ err }, 'closing the old Temporal connection failed'));
         current = undefined;

@@ -1,15 +1,15 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 
+export type MemoryBatchInput = { batchId: string; eventIds: string[] };
 export type MemoryEventInput = { eventId: string };
 
-// Processing an event is a few short database transactions, plus (for add-events with a configured
-// model deriver) one provider call bounded by MEMORY_DERIVER_TIMEOUT_SECONDS: a minute per attempt.
-// Retried with backoff for infrastructure failures (database blip, worker crash, provider outage); five
-// attempts keep a broken provider from holding an event for long before it ends `failed`. The
-// activity heartbeats: a killed worker's event is retried after the heartbeat timeout, not the minute.
+// A batch is a few short transactions per event, plus (for add-events with a configured model
+// deriver) one provider call per event bounded by MEMORY_DERIVER_TIMEOUT_SECONDS, four peers at a time:
+// minutes for a full batch in the worst case. The activity heartbeats, so a killed worker's batch is
+// retried after the heartbeat timeout; a retried batch skips the events that already ended.
 const processing = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '15 seconds',
   retry: { maximumAttempts: 5, initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
@@ -19,13 +19,47 @@ const bookkeeping = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
+const GIVE_UP = 'Processing failed after several attempts; nothing was derived. Write the messages again.';
+/** Tries of an event that keeps failing (database trouble, provider outage) before it ends `failed`. */
+const EVENT_ATTEMPTS = 5;
+
+/**
+ * A batch of memory events (spec 3.4: add messages, delete a peer, delete a session), dispatched by a
+ * worker's dispatcher (shared/memory/dispatcher.ts). Events that fail are tried again, alone, with
+ * backoff; after EVENT_ATTEMPTS they end `failed` with a message, and the rest of the batch is unaffected.
+ */
+export async function memoryBatchWorkflow(input: MemoryBatchInput): Promise<{ succeeded: number; failed: number }> {
+  let pending = input.eventIds;
+  let succeeded = 0;
+  let failed = 0;
+  for (let attempt = 1; ; attempt++) {
+    let retry: string[];
+    try {
+      const out = await processing.processMemoryBatch({ batchId: input.batchId, eventIds: pending });
+      succeeded += out.succeeded;
+      failed += out.failed;
+      retry = out.retry;
+    } catch {
+      retry = pending; // the activity itself kept failing (database down): every unfinished event gives up
+      attempt = EVENT_ATTEMPTS;
+    }
+    if (retry.length === 0) return { succeeded, failed };
+    if (attempt >= EVENT_ATTEMPTS) {
+      await bookkeeping.failMemoryEvents({ eventIds: retry, message: GIVE_UP });
+      return { succeeded, failed: failed + retry.length };
+    }
+    await sleep(Math.min(500 * 2 ** (attempt - 1), 10_000));
+    pending = retry;
+  }
+}
+
 function publicFailure(err: unknown): string {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (cause instanceof ApplicationFailure && cause.type === 'MemoryEventRefused') return cause.message;
-  return 'Processing failed after several attempts; nothing was derived. Write the messages again.';
+  return GIVE_UP;
 }
 
-/** One memory event (spec 3.4): add messages (derive a claim), delete a peer, or delete a session. */
+/** One workflow per event, as started before batches (migration 0013): kept so running executions finish. */
 export async function memoryEventWorkflow(input: MemoryEventInput): Promise<{ status: string }> {
   try {
     return await processing.processMemoryEvent(input);

@@ -1,28 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
 import { EVENT_STATUSES } from '../contracts/memory.ts';
 import { notFound } from '../errors.ts';
-import type { TemporalClientHandle } from '../temporal/client.ts';
-import { startMemoryEvent } from '../temporal/workflows.ts';
 import { iso, sql, type Em } from './db.ts';
 import { requireLabel, type LabelKind } from './labels.ts';
-
-/**
- * What a memory operation that starts an event needs: its EntityManager, the Temporal client, and where
- * to run the start nobody waits for (the client handle's detach, so shutdown can cancel it).
- */
-export type MemoryDeps = {
-  em: Em;
-  temporal: Client;
-  taskQueue: string;
-  detach: (work: () => Promise<unknown>) => void;
-  log?: { warn(obj: object, msg: string): void };
-};
-
-/** The dependencies of one request's memory operations (REST route or MCP tool). */
-export function memoryDepsOf(em: Em, temporal: TemporalClientHandle, taskQueue: string, log: MemoryDeps['log']): MemoryDeps {
-  return { em, temporal: temporal.client, taskQueue, detach: temporal.detach, log };
-}
 
 export type EventKind = 'add_messages' | 'delete_peer' | 'delete_session';
 export type EventRow = {
@@ -83,36 +63,20 @@ export async function queueStatus(em: Em, accountId: string) {
 }
 
 /**
- * Starts an event's workflow without holding up the caller (transactional outbox): the event row is
- * already committed, so the receipt does not wait for the Temporal round trip. A start that fails
- * (Temporal unreachable, process killed) leaves the event `queued`, and the worker's sweeper starts it
- * later (sweepQueuedEvents); starts are idempotent (one workflow id per event).
+ * Wakes the workers' dispatchers (shared/memory/dispatcher.ts) when the transaction commits. The event
+ * row is the outbox: a lost notification only delays the event until a dispatcher's next poll.
  */
-export function dispatchEvent(deps: MemoryDeps, eventId: string): void {
-  deps.detach(() => startMemoryEvent(deps.temporal, deps.taskQueue, eventId).catch((err: unknown) => {
-    deps.log?.warn({ err, eventId }, 'memory event start failed; the sweeper will start it');
-  }));
-}
-
-/** Starts the workflows of events still `queued` after `olderThanMs` (their first start was lost). */
-export async function sweepQueuedEvents(deps: Pick<MemoryDeps, 'em' | 'temporal' | 'taskQueue'>, olderThanMs: number, limit = 500): Promise<number> {
-  const rows = await sql<{ id: string }>(
-    deps.em,
-    `select id from memory_event where status = 'queued' and created_at < now() - make_interval(secs => ?) order by created_at limit ?`,
-    [olderThanMs / 1000, limit],
-  );
-  for (const r of rows) await startMemoryEvent(deps.temporal, deps.taskQueue, r.id);
-  return rows.length;
-}
+export const MEMORY_EVENT_CHANNEL = 'cairn_memory_event';
+export const NOTIFY_QUEUED = `select pg_notify('${MEMORY_EVENT_CHANNEL}', '')`;
 
 /**
  * Requests the asynchronous deletion of a peer or session. While one deletion of the same thing is
  * queued or running, asking again returns that event instead of making another.
  */
-export async function requestDeletion(deps: MemoryDeps, accountId: string, kind: LabelKind, label: string) {
+export async function requestDeletion(em: Em, accountId: string, kind: LabelKind, label: string) {
   const eventKind: EventKind = kind === 'peer' ? 'delete_peer' : 'delete_session';
   const column = kind === 'peer' ? 'peer_id' : 'session_id';
-  const result = await deps.em.transactional(async (tx) => {
+  const result = await em.transactional(async (tx) => {
     const target = await requireLabel(tx, accountId, kind, label, true);
     const [pending] = await sql<{ id: string }>(
       tx,
@@ -126,8 +90,8 @@ export async function requestDeletion(deps: MemoryDeps, accountId: string, kind:
       `insert into memory_event (id, account_id, kind, status, ${column}, ${kind}_label) values (?, ?, ?, 'queued', ?, ?)`,
       [id, accountId, eventKind, target.id, label],
     );
+    await sql(tx, NOTIFY_QUEUED, []);
     return id;
   });
-  dispatchEvent(deps, result);
-  return getEvent(deps.em.fork(), accountId, result);
+  return getEvent(em.fork(), accountId, result);
 }

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { WORKSPACE, type MessagesCreateRequest } from '../contracts/memory.ts';
 import { AppError, validationError } from '../errors.ts';
 import { decodeCursor, iso, page, sql, type Em } from './db.ts';
-import { dispatchEvent, type MemoryDeps } from './events.ts';
+import { MEMORY_EVENT_CHANNEL } from './events.ts';
 import { requireLabel } from './labels.ts';
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
@@ -32,19 +32,17 @@ async function assertSources(em: Em, accountId: string, ids: string[]): Promise<
   }
 }
 
-type Existing = { id: string; request_hash: string | null; receipt: Receipt | null; status: string };
+type Existing = { request_hash: string | null; receipt: Receipt | null };
 
-async function replay(deps: MemoryDeps, existing: Existing, requestHash: string): Promise<Receipt> {
+function replay(existing: Existing, requestHash: string): Receipt {
   if (existing.request_hash !== requestHash || !existing.receipt) {
     throw new AppError(409, 'idempotency_conflict', 'This idempotency_key was used for a different write.');
   }
-  // The first request may have died between commit and workflow start: make sure it runs.
-  if (existing.status === 'queued') dispatchEvent(deps, existing.id);
   return existing.receipt;
 }
 
 /**
- * Stores the messages of one write and starts its add-event (spec 4.5 "Message write rules"). Every
+ * Stores the messages of one write and queues its add-event (spec 4.5 "Message write rules"). Every
  * check runs before anything is written, and the event and messages are written in one transaction:
  * a rejected write leaves no event, message or claim behind. A replay with the same idempotency_key
  * returns the first receipt and writes nothing.
@@ -54,7 +52,7 @@ async function replay(deps: MemoryDeps, existing: Existing, requestHash: string)
  * claim derived from them carry it, so query retrieval for keys limited to other audiences skips them.
  */
 export async function addMessages(
-  deps: MemoryDeps,
+  em: Em,
   accountId: string,
   sessionLabel: string,
   body: MessagesCreateRequest,
@@ -68,10 +66,10 @@ export async function addMessages(
   const findExisting = async (em: Em) =>
     idem === undefined
       ? undefined
-      : (await sql<Existing>(em, 'select id, request_hash, receipt, status from memory_event where account_id = ? and idempotency_key = ?', [accountId, idem]))[0];
+      : (await sql<Existing>(em, 'select request_hash, receipt from memory_event where account_id = ? and idempotency_key = ?', [accountId, idem]))[0];
 
-  const early = await findExisting(deps.em);
-  if (early) return replay(deps, early, requestHash);
+  const early = await findExisting(em);
+  if (early) return replay(early, requestHash);
 
   const eventId = randomUUID();
   const messageIds = body.messages.map(() => randomUUID());
@@ -86,9 +84,9 @@ export async function addMessages(
   // One statement, one round trip, one commit: the labels are locked (FOR SHARE) so a deletion cannot
   // remove them before this write commits, and the event and its messages are inserted only when the
   // session, the peer and every source check out. Which check failed is worked out afterwards, on the
-  // (rare) failure path only.
+  // (rare) failure path only. The notification wakes the workers' dispatchers at commit (events.ts).
   const [outcome] = await sql<{ session: boolean; peer: boolean; sources: boolean; inserted: number }>(
-    deps.em,
+    em,
     `with s as (select id, label from memory_session where account_id = ? and workspace = ? and label = ? for share),
           p as (select id, label from memory_peer where account_id = ? and workspace = ? and label = ? for share),
           src as (select count(*) = cardinality(?::uuid[]) as ok from ingest_job
@@ -104,9 +102,10 @@ export async function addMessages(
                 select u.id, ?, e.peer_id, e.session_id, e.id, u.position, u.role, u.content, ?, ?::jsonb, ?::uuid[],
                        coalesce(?::timestamptz, date_trunc('milliseconds', now())), u.hash, ?
                   from e, unnest(?::uuid[], ?::int[], ?::text[], ?::text[], ?::text[]) as u(id, position, role, content, hash)
-                returning 1)
+                returning 1),
+          n as (select pg_notify('${MEMORY_EVENT_CHANNEL}', '') from e)
      select exists (select 1 from s) as session, exists (select 1 from p) as peer, (select ok from src) as sources,
-            (select count(*) from e)::int as inserted`,
+            (select count(*) from e)::int as inserted, (select count(*) from n) as notified`,
     [accountId, WORKSPACE, sessionLabel, accountId, WORKSPACE, body.peer_id, sourceIds, accountId, sourceIds,
       eventId, accountId, body.agent_id ?? null, body.infer, idem ?? null, requestHash, JSON.stringify(receipt), createdAt,
       accountId, body.agent_id ?? null, body.metadata ? JSON.stringify(body.metadata) : null, sourceIds, createdAt, audience,
@@ -114,19 +113,18 @@ export async function addMessages(
       body.messages.map((m) => sha256(m.content))],
   );
   if (!outcome!.session || !outcome!.peer || !outcome!.sources) {
-    await requireLabel(deps.em, accountId, 'session', sessionLabel);
+    await requireLabel(em, accountId, 'session', sessionLabel);
     if (!outcome!.peer) throw new AppError(404, 'not_found', `No peer "${body.peer_id.slice(0, 80)}" in this workspace; create it first.`);
-    await assertSources(deps.em, accountId, sourceIds);
+    await assertSources(em, accountId, sourceIds);
     // Only when a label or source appeared between the write and these reads.
     throw new AppError(409, 'operation_in_progress', 'The session, peer or sources changed during the write; retry.');
   }
   const inserted = outcome!.inserted === 1;
   if (!inserted) {
-    const existing = await findExisting(deps.em.fork());
+    const existing = await findExisting(em.fork());
     if (!existing) throw new AppError(409, 'operation_in_progress', 'A write with this idempotency_key is in progress; retry.');
-    return replay(deps, existing, requestHash);
+    return replay(existing, requestHash);
   }
-  dispatchEvent(deps, eventId);
   return receipt;
 }
 

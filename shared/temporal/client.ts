@@ -5,13 +5,6 @@ export type TemporalClientHandle = {
   connection: Connection;
   /** Reports whether the server answers its health check; used by /readyz. */
   ping(timeoutMs?: number): Promise<void>;
-  /**
-   * Runs a call nobody waits for (a workflow start after the response went out), with a deadline.
-   * close() cancels such calls and waits for them: a call still retrying when the channel closes would
-   * otherwise throw from a gRPC timer, uncatchable, and take the process down. The SDK's retries ignore
-   * cancellation between attempts, so the deadline is what bounds that wait.
-   */
-  detach(work: () => Promise<unknown>): void;
   close(): Promise<void>;
 };
 
@@ -19,12 +12,9 @@ export type TemporalClientHandle = {
  * A lazily connected client: the API starts (and reports not-ready) while Temporal is still coming up,
  * and reconnects by itself when it returns.
  */
-export function createTemporalClient(address: string, namespace: string, opts: { detachedDeadlineMs?: number } = {}): TemporalClientHandle {
-  const detachedDeadlineMs = opts.detachedDeadlineMs ?? 10_000;
+export function createTemporalClient(address: string, namespace: string): TemporalClientHandle {
   const connection = Connection.lazy({ address, connectTimeout: '5s' });
   const client = new Client({ connection, namespace });
-  const closing = new AbortController();
-  const inFlight = new Set<Promise<unknown>>();
   return {
     client,
     connection,
@@ -37,17 +27,7 @@ export function createTemporalClient(address: string, namespace: string, opts: {
         if (res.status !== 1) throw new Error(`Temporal health status ${String(res.status)}`);
       });
     },
-    detach(work) {
-      if (closing.signal.aborted) return;
-      const deadline = new Date(Date.now() + detachedDeadlineMs);
-      const p = connection.withDeadline(deadline, () => connection.withAbortSignal(closing.signal, work))
-        .catch(() => {})
-        .finally(() => inFlight.delete(p));
-      inFlight.add(p);
-    },
     async close() {
-      closing.abort();
-      await Promise.allSettled([...inFlight]);
       await connection.close();
     },
   };

@@ -6,6 +6,7 @@ import { createActivities } from '../../activities/index.ts';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
+import { startMemoryDispatcher, type DispatcherOptions } from '../memory/dispatcher.ts';
 import type { OpenAiDeriverConfig } from '../memory/openai-deriver.ts';
 import type { WorkerMetrics } from '../ops/metrics.ts';
 import { activityLogInterceptor } from './activity-log.interceptor.ts';
@@ -55,10 +56,16 @@ export type WorkerDeps = {
   settlementGraceMs?: number;
   /** WORKER_MAX_CONCURRENT_ACTIVITIES; absent = the same default. */
   maxConcurrentActivities?: number;
+  /** Tuning of the memory event dispatcher (tests shorten its stale period). */
+  memoryDispatch?: DispatcherOptions;
 };
 
 
-export type CairnWorker = { worker: Worker; connection: NativeConnection; identity: string };
+/**
+ * A worker and its memory event dispatcher. Stop the dispatcher before shutting the worker down (it
+ * would otherwise claim batches nobody runs until they go stale), and before closing the connection.
+ */
+export type CairnWorker = { worker: Worker; connection: NativeConnection; identity: string; dispatcher: { stop(): Promise<void> } };
 
 export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
   installTemporalRuntime(deps.logger);
@@ -85,8 +92,9 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
     // Give running activities time to finish on SIGTERM before the process exits.
     shutdownGraceTime: '10 seconds',
   });
-  if (deps.settlementGraceMs !== undefined) {
-    await ensureCreditSettlementSweeper(new Client({ connection, namespace: deps.namespace }), deps.taskQueue, deps.settlementGraceMs);
-  }
-  return { worker, connection, identity };
+  const client = new Client({ connection, namespace: deps.namespace });
+  if (deps.settlementGraceMs !== undefined) await ensureCreditSettlementSweeper(client, deps.taskQueue, deps.settlementGraceMs);
+  // Every worker dispatches memory events (writes only queue them): one batch workflow per claim.
+  const dispatcher = startMemoryDispatcher({ orm: deps.orm, temporal: client, taskQueue: deps.taskQueue, logger: deps.logger, ...deps.memoryDispatch });
+  return { worker, connection, identity, dispatcher };
 }

@@ -3,7 +3,7 @@ import type {
   accountDeletionWorkflow,
   creditSettlementSweeperWorkflow,
   ingestWorkflow,
-  memoryEventWorkflow,
+  memoryBatchWorkflow,
   selfCheckWorkflow,
   sourceDeletionWorkflow,
 } from '../../workflows/index.ts';
@@ -82,19 +82,16 @@ export async function startSourceDeletion(client: Client, taskQueue: string, job
   });
 }
 
-export const memoryEventWorkflowId = (eventId: string) => `memory-event-${eventId}`;
+export const memoryBatchWorkflowId = (batchId: string) => `memory-batch-${batchId}`;
 
-/** One workflow per memory event (add messages, delete peer, delete session); a repeated start joins it. */
-export async function startMemoryEvent(client: Client, taskQueue: string, eventId: string) {
-  return client.workflow.start<typeof memoryEventWorkflow>('memoryEventWorkflow', {
+/** One workflow per batch of memory events (shared/memory/dispatcher.ts); the batch id is new per dispatch. */
+export async function startMemoryBatch(client: Client, taskQueue: string, batchId: string, eventIds: string[]) {
+  return client.workflow.start<typeof memoryBatchWorkflow>('memoryBatchWorkflow', {
     taskQueue,
-    workflowId: memoryEventWorkflowId(eventId),
-    args: [{ eventId }],
+    workflowId: memoryBatchWorkflowId(batchId),
+    args: [{ batchId, eventIds }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
-  }).catch((err: unknown) => {
-    if ((err as { name?: string }).name === 'WorkflowExecutionAlreadyStartedError') return null;
-    throw err;
   });
 }
 

@@ -1,9 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { memoryDepsOf } from '../../shared/memory/events.ts';
-import { addMessages } from '../../shared/memory/messages.ts';
-import { createTemporalClient } from '../../shared/temporal/client.ts';
-import { memoryEventWorkflowId } from '../../shared/temporal/workflows.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { memoryBatchWorkflowId } from '../../shared/temporal/workflows.ts';
 import { sqlClient, type Sql } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { activityRuns, holdRowLock } from '../helpers/faults.ts';
@@ -15,7 +13,8 @@ import { accountWithKeys, memoryClient, tag } from '../api/memory/helpers.ts';
 // claim derived, and the transaction that stores the claim and ends the event is open and blocked (on a
 // row lock the test holds) when the process dies. A new worker must end the event `succeeded` once,
 // with one claim, one history entry and every message stored once. A second event of the same peer,
-// whose workflow start was lost, must be started by a worker's outbox sweeper and end the same way.
+// claimed by a dispatcher that died before starting its batch, must be dispatched again (stale) and end
+// the same way.
 
 let db: TestDatabase;
 let sql: Sql;
@@ -54,16 +53,16 @@ describe('a worker killed in the middle of a memory add-messages event', () => {
       { role: 'user', content: `My favourite mountain is Mount ${mountain}.` },
       { role: 'assistant', content: 'Noted.' },
     ] as const;
-    // No worker is running yet: the event waits queued (its workflow started, no one polling).
+    // No worker is running yet: the event waits queued.
     const write = await c.mem(key, 'POST', `/sessions/${session}/messages`, { peer_id: peer, messages });
     expect(write.status, write.text).toBe(200);
     const eventId = write.body.event_id as string;
-    // A second write whose workflow start is lost (a Temporal that refuses it, as if the API died after
-    // its commit): only the outbox sweeper of a worker process (bin/worker.ts) can start it.
-    const refusing = createTemporalClient(inject('temporalAddress'), 'no-such-namespace');
-    const lost = await addMessages(memoryDepsOf(db.orm.em.fork(), refusing, taskQueue, undefined),
-      account.id, session, { peer_id: peer, messages: [{ role: 'user', content: `My favourite fjord is the ${fjord} fjord.` }], infer: true }, null)
-      .finally(() => refusing.close());
+    // A second write, claimed by a dispatcher that died before starting its batch workflow (the state
+    // such a dispatcher leaves: a batch id, dispatched an hour ago, still queued).
+    const second = await c.mem(key, 'POST', `/sessions/${session}/messages`, { peer_id: peer, messages: [{ role: 'user', content: `My favourite fjord is the ${fjord} fjord.` }] });
+    expect(second.status, second.text).toBe(200);
+    const lost = { event_id: second.body.event_id as string };
+    await sql.query(`update memory_event set batch_id = $2, dispatched_at = now() - interval '1 hour' where id = $1`, [lost.event_id, randomUUID()]);
     const peerId = (await sql.query<{ id: string }>('select id from memory_peer where account_id = $1 and label = $2', [account.id, peer]))[0]!.id;
 
     // The processing transaction takes the peer `for share`; the test holds it `for update`.
@@ -106,16 +105,19 @@ describe('a worker killed in the middle of a memory add-messages event', () => {
     ]);
     expect(await sql.count('select 1 from memory_event where account_id = $1', [account.id])).toBe(2);
 
-    // Once: the interrupted workflow ran its processing activity again after the crash and completed it
-    // once; the swept one ran once too.
-    const handle = temporal.client.workflow.getHandle(memoryEventWorkflowId(eventId));
-    expect(await handle.result()).toEqual({ status: 'succeeded' });
-    const runs = await activityRuns(handle);
-    expect(runs).toEqual({ processMemoryEvent: { scheduled: 1, completed: 1, lastAttempt: expect.any(Number) } });
-    expect(runs.processMemoryEvent!.lastAttempt).toBeGreaterThanOrEqual(2);
-    const swept = temporal.client.workflow.getHandle(memoryEventWorkflowId(lost.event_id));
-    expect(await swept.result()).toEqual({ status: 'succeeded' });
-    expect(await activityRuns(swept)).toEqual({ processMemoryEvent: { scheduled: 1, completed: 1, lastAttempt: expect.any(Number) } });
+    // Once: the first worker's dispatcher claimed both events (the stale one again), the interrupted batch
+    // ran its activity again after the crash and completed it once, and nothing ran twice.
+    const batches = await sql.query<{ batch_id: string }>('select distinct batch_id from memory_event where id = any($1)', [[eventId, lost.event_id]]);
+    let succeeded = 0;
+    for (const { batch_id } of batches) {
+      const handle = temporal.client.workflow.getHandle(memoryBatchWorkflowId(batch_id));
+      succeeded += ((await handle.result()) as { succeeded: number }).succeeded;
+      expect(await activityRuns(handle)).toEqual({ processMemoryBatch: { scheduled: 1, completed: 1, lastAttempt: expect.any(Number) } });
+    }
+    expect(succeeded).toBe(2);
+    const [interrupted] = await sql.query<{ batch_id: string }>('select batch_id from memory_event where id = $1', [eventId]);
+    const runs = await activityRuns(temporal.client.workflow.getHandle(memoryBatchWorkflowId(interrupted!.batch_id)));
+    expect(runs.processMemoryBatch!.lastAttempt).toBeGreaterThanOrEqual(2);
     // And the claims are readable through the API.
     for (const cl of claims) expect((await c.mem(key, 'GET', `/claims/${cl.id}`)).body).toMatchObject({ id: cl.id });
   });

@@ -60,7 +60,7 @@ export async function startApi(opts: {
 /** A real worker on its own task queue, using the run's prebuilt workflow bundle. */
 export async function startWorker(opts: {
   orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics;
-  memoryDeriver?: WorkerDeps['memoryDeriver']; settlementGraceMs?: number;
+  memoryDeriver?: WorkerDeps['memoryDeriver']; settlementGraceMs?: number; memoryDispatch?: WorkerDeps['memoryDispatch'];
 }) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
   const handle: CairnWorker = await createWorker({
@@ -74,11 +74,13 @@ export async function startWorker(opts: {
     metrics: opts.metrics,
     memoryDeriver: opts.memoryDeriver,
     settlementGraceMs: opts.settlementGraceMs,
+    memoryDispatch: opts.memoryDispatch,
   });
   const running = handle.worker.run();
   return {
     ...handle,
     async stop() {
+      await handle.dispatcher.stop();
       handle.worker.shutdown();
       await running;
       await handle.connection.close();

@@ -4,7 +4,7 @@ import {
 } from '../../../shared/contracts/memory.ts';
 import { claimHistory, getClaim, listClaims, updateClaim, withdrawClaim } from '../../../shared/memory/claims.ts';
 import { peerRepresentation } from '../../../shared/memory/context.ts';
-import { eventStatus, getEvent, memoryDepsOf, queueStatus, requestDeletion, type MemoryDeps } from '../../../shared/memory/events.ts';
+import { eventStatus, getEvent, queueStatus, requestDeletion } from '../../../shared/memory/events.ts';
 import { labelRecord, upsertLabel } from '../../../shared/memory/labels.ts';
 import { addMessages } from '../../../shared/memory/messages.ts';
 import { defineTool, type McpTool, type ToolContext } from './registry.ts';
@@ -14,7 +14,6 @@ import { defineTool, type McpTool, type ToolContext } from './registry.ts';
 
 const READ = ['memory.read'] as const;
 const WRITE = ['memory.write'] as const;
-const deps = (ctx: ToolContext): MemoryDeps => memoryDepsOf(ctx.em, ctx.deps.temporal, ctx.deps.config.temporal.taskQueue, ctx.log);
 const account = (ctx: ToolContext) => ctx.principal.accountId;
 
 const peerId = Label.describe('The peer label: who the memory is about (for example a user id of your application).');
@@ -53,7 +52,7 @@ const addMessagesTool = defineTool({
   scopes: WRITE,
   annotations: { readOnlyHint: false },
   run: async (ctx, { session_id, ...body }) => {
-    const receipt = await addMessages(deps(ctx), account(ctx), session_id, body, ctx.principal.audiences?.[0] ?? null);
+    const receipt = await addMessages(ctx.em, account(ctx), session_id, body, ctx.principal.audiences?.[0] ?? null);
     return { data: receipt, text: `Accepted: event_id ${receipt.event_id} (status processing). ${POLL}` };
   },
 });
@@ -159,7 +158,7 @@ const deletionTool = (kind: 'peer' | 'session') =>
     scopes: WRITE,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     run: async (ctx, input) => {
-      const s = eventStatus(await requestDeletion(deps(ctx), account(ctx), kind, input[`${kind}_id`] as string));
+      const s = eventStatus(await requestDeletion(ctx.em, account(ctx), kind, input[`${kind}_id`] as string));
       return { data: s, text: `Deletion accepted: event_id ${s.event_id} (status ${s.status}). ${POLL}` };
     },
   });

@@ -2,7 +2,6 @@ import type { FastifyRequest } from 'fastify';
 import type { Config } from '../../../shared/config.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { assertWorkspace } from '../../../shared/memory/labels.ts';
-import { memoryDepsOf, type MemoryDeps } from '../../../shared/memory/events.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 import type { AuthRule } from '../../plugins/auth.ts';
 
@@ -16,10 +15,6 @@ export const memoryErrors = {
 export const tags = ['memory'];
 
 export type MemoryRouteOptions = { config: Config; temporal: TemporalClientHandle };
-
-/** The dependencies of a memory operation for this request. */
-export const memoryDeps = (request: FastifyRequest, opts: MemoryRouteOptions): MemoryDeps =>
-  memoryDepsOf(request.em, opts.temporal, opts.config.temporal.taskQueue, request.log);
 
 /** Every memory route with a {ws} parameter checks it (only `default` exists) before its handler. */
 export async function checkWorkspace(request: FastifyRequest): Promise<void> {

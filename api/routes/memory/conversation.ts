@@ -6,10 +6,10 @@ import {
 import { askPeer, peerContext, peerRepresentation, sessionContext } from '../../../shared/memory/context.ts';
 import { addMessages, listMessages } from '../../../shared/memory/messages.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { checkWorkspace, MEMORY_READ, MEMORY_WRITE, memoryDeps, memoryErrors as errors, tags, type MemoryRouteOptions } from './common.ts';
+import { checkWorkspace, MEMORY_READ, MEMORY_WRITE, memoryErrors as errors, tags, type MemoryRouteOptions } from './common.ts';
 
 /** Messages of sessions, and reading memory back: ask, peer and session context, representation. */
-export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app, opts) => {
+export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app) => {
   app.addHook('preHandler', checkWorkspace);
 
   app.post('/v1/workspaces/:ws/sessions/:s/messages', {
@@ -22,7 +22,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       response: { 200: MessagesCreateReceipt, ...errors },
     },
   }, async (request) => addMessages(
-    memoryDeps(request, opts),
+    request.em,
     principalOf(request).accountId,
     request.params.s,
     request.body,

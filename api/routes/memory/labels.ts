@@ -6,10 +6,10 @@ import {
 import { eventStatus, requestDeletion } from '../../../shared/memory/events.ts';
 import { labelRecord, listLabels, requireLabel, upsertLabel, workspaceRecord } from '../../../shared/memory/labels.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { checkWorkspace, MEMORY_READ, MEMORY_WRITE, memoryDeps, memoryErrors as errors, tags, type MemoryRouteOptions } from './common.ts';
+import { checkWorkspace, MEMORY_READ, MEMORY_WRITE, memoryErrors as errors, tags, type MemoryRouteOptions } from './common.ts';
 
 /** Workspaces, peers and sessions (spec 4.5): get-or-create by label, pages, reads and deletions. */
-export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app, opts) => {
+export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app) => {
   app.addHook('preHandler', checkWorkspace);
 
   app.post('/v1/workspaces', {
@@ -60,7 +60,7 @@ export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
         response: { 202: EventStatus, ...errors },
       },
     }, async (request, reply) => {
-      const ev = await requestDeletion(memoryDeps(request, opts), principalOf(request).accountId, kind, labelOf(request.params));
+      const ev = await requestDeletion(request.em, principalOf(request).accountId, kind, labelOf(request.params));
       return reply.code(202).send(eventStatus(ev));
     });
   }

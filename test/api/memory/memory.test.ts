@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeAccountData } from '../../../shared/auth/account-deletion.ts';
-import { memoryDepsOf, sweepQueuedEvents } from '../../../shared/memory/events.ts';
-import { addMessages } from '../../../shared/memory/messages.ts';
-import { createTemporalClient } from '../../../shared/temporal/client.ts';
 import { ApiClient, cliSignIn, expectError, signIn, sqlClient, type Json, type Sql } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../../helpers/services.ts';
@@ -588,37 +585,6 @@ describe('account deletion', () => {
     await purgeAccountData(db.orm.em.fork(), C.account.id);
     for (const t of ['memory_peer', 'memory_session', 'memory_event', 'memory_message', 'memory_claim', 'memory_claim_history']) {
       expect(await sql.count(`select 1 from ${t} where account_id = $1`, [C.account.id]), t).toBe(0);
-    }
-  });
-});
-
-describe('event outbox', () => {
-  it('a write whose workflow start is lost stays queued (answered anyway), and the sweeper starts it', async () => {
-    const peer = tag('lost');
-    const session = tag('losts');
-    await c.mem(full, 'POST', '/peers', { id: peer });
-    await c.mem(full, 'POST', '/sessions', { id: session });
-    // A real Temporal server that refuses the start (unknown namespace): the start is lost.
-    const unreachable = createTemporalClient(inject('temporalAddress'), 'no-such-namespace');
-    const warnings: object[] = [];
-    try {
-      const receipt = await addMessages(
-        memoryDepsOf(db.orm.em.fork(), unreachable, taskQueue, { warn: (o) => warnings.push(o) }),
-        A.account.id, session, { peer_id: peer, messages: [{ role: 'user', content: 'My favourite fjord is Geiranger.' }], infer: true },
-        null,
-      );
-      expect(receipt.status).toBe('processing');
-      // The background start fails (logged), and the event waits, queued.
-      for (let i = 0; i < 200 && warnings.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(warnings).toEqual([expect.objectContaining({ eventId: receipt.event_id })]);
-      expect((await c.mem(full, 'GET', `/events/${receipt.event_id}`)).body.status).toBe('queued');
-      expect(await sweepQueuedEvents({ em: db.orm.em.fork(), temporal: temporal.client, taskQueue }, 0)).toBeGreaterThanOrEqual(1);
-      expect((await c.waitEvent(full, receipt.event_id)).status).toBe('succeeded');
-      expect((await c.mem(full, 'POST', '/claims/list', { peer_id: peer })).text).toContain('Geiranger');
-      // Sweeping again starts nothing twice.
-      expect(await sweepQueuedEvents({ em: db.orm.em.fork(), temporal: temporal.client, taskQueue }, 0)).toBe(0);
-    } finally {
-      await unreachable.close();
     }
   });
 });
