@@ -33,20 +33,24 @@ async function client(deadline: number) {
     sent++;
     const started = performance.now();
     try {
-      const res = await fetch(request.url, {
+      // undici's request() rather than fetch(): the same HTTP/1.1 keep-alive exchange at a fraction of
+      // the client CPU, which shares the machine with the service being measured.
+      const url = new URL(request.url);
+      const res = await dispatcher.request({
+        origin: url.origin,
+        path: url.pathname + url.search,
         method: 'POST',
         headers: opts.headers,
         body: request.body.replaceAll('{{uuid}}', randomUUID()),
-        // @ts-expect-error undici's dispatcher option is not in the DOM fetch types
-        dispatcher,
-        signal: AbortSignal.timeout(30_000),
+        headersTimeout: 30_000,
+        bodyTimeout: 30_000,
       });
-      const text = await res.text();
-      const ok = res.status >= 200 && res.status < 300 && !(opts.errorMarker && text.includes(opts.errorMarker));
+      const text = await res.body.text();
+      const ok = res.statusCode >= 200 && res.statusCode < 300 && !(opts.errorMarker && text.includes(opts.errorMarker));
       if (ok) latenciesMs.push(performance.now() - started);
       else {
         errors++;
-        firstError ??= `${res.status} ${text.slice(0, 300)}`;
+        firstError ??= `${res.statusCode} ${text.slice(0, 300)}`;
       }
     } catch (err) {
       errors++;

@@ -66,6 +66,7 @@ export async function queueStatus(em: Em, accountId: string) {
  * Wakes the workers' dispatchers (shared/memory/dispatcher.ts) when the transaction commits. The event
  * row is the outbox: a lost notification only delays the event until a dispatcher's next poll.
  */
+// cairn_add_messages (migration 0016) notifies this channel by its literal name.
 export const MEMORY_EVENT_CHANNEL = 'cairn_memory_event';
 export const NOTIFY_QUEUED = `select pg_notify('${MEMORY_EVENT_CHANNEL}', '')`;
 

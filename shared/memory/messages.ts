@@ -2,7 +2,6 @@ import { createHash, randomUUID } from 'node:crypto';
 import { WORKSPACE, type MessagesCreateRequest } from '../contracts/memory.ts';
 import { AppError, validationError } from '../errors.ts';
 import { decodeCursor, iso, page, sql, type Em } from './db.ts';
-import { MEMORY_EVENT_CHANNEL } from './events.ts';
 import { requireLabel } from './labels.ts';
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
@@ -87,28 +86,10 @@ export async function addMessages(
   // (rare) failure path only. The notification wakes the workers' dispatchers at commit (events.ts).
   const [outcome] = await sql<{ session: boolean; peer: boolean; sources: boolean; inserted: number }>(
     em,
-    `with s as (select id, label from memory_session where account_id = ? and workspace = ? and label = ? for share),
-          p as (select id, label from memory_peer where account_id = ? and workspace = ? and label = ? for share),
-          src as (select count(*) = cardinality(?::uuid[]) as ok from ingest_job
-                   where account_id = ? and id = any(?::uuid[]) and kind in ('url', 'file') and status = 'succeeded'),
-          e as (insert into memory_event (id, account_id, kind, status, peer_id, session_id, peer_label, session_label, agent_id,
-                  infer, idempotency_key, request_hash, receipt, created_at)
-                select ?, ?, 'add_messages', 'queued', p.id, s.id, p.label, s.label, ?, ?, ?, ?, ?::jsonb, coalesce(?::timestamptz, now())
-                  from s, p, src where src.ok
-                on conflict (account_id, idempotency_key) where idempotency_key is not null do nothing
-                returning id, peer_id, session_id),
-          m as (insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, agent_id, metadata,
-                  source_ids, created_at, content_hash, audience)
-                select u.id, ?, e.peer_id, e.session_id, e.id, u.position, u.role, u.content, ?, ?::jsonb, ?::uuid[],
-                       coalesce(?::timestamptz, date_trunc('milliseconds', now())), u.hash, ?
-                  from e, unnest(?::uuid[], ?::int[], ?::text[], ?::text[], ?::text[]) as u(id, position, role, content, hash)
-                returning 1),
-          n as (select pg_notify('${MEMORY_EVENT_CHANNEL}', '') from e)
-     select exists (select 1 from s) as session, exists (select 1 from p) as peer, (select ok from src) as sources,
-            (select count(*) from e)::int as inserted, (select count(*) from n) as notified`,
-    [accountId, WORKSPACE, sessionLabel, accountId, WORKSPACE, body.peer_id, sourceIds, accountId, sourceIds,
-      eventId, accountId, body.agent_id ?? null, body.infer, idem ?? null, requestHash, JSON.stringify(receipt), createdAt,
-      accountId, body.agent_id ?? null, body.metadata ? JSON.stringify(body.metadata) : null, sourceIds, createdAt, audience,
+    `select r_session as session, r_peer as peer, r_sources as sources, r_inserted as inserted
+       from cairn_add_messages(?, ?, ?, ?, ?::uuid[], ?, ?, ?, ?, ?, ?::jsonb, ?::timestamptz, ?::jsonb, ?, ?::uuid[], ?::integer[], ?::text[], ?::text[], ?::text[])`,
+    [accountId, WORKSPACE, sessionLabel, body.peer_id, sourceIds, eventId, body.agent_id ?? null, body.infer, idem ?? null, requestHash,
+      JSON.stringify(receipt), createdAt, body.metadata ? JSON.stringify(body.metadata) : null, audience,
       messageIds, body.messages.map((_, i) => i), body.messages.map((m) => m.role), body.messages.map((m) => m.content),
       body.messages.map((m) => sha256(m.content))],
   );

@@ -21,7 +21,8 @@ const CANARY = `zebracanary${randomBytes(4).toString('hex')}`;
 let db: TestDatabase;
 let sql: Sql;
 let stack: McpStack;
-let worker: Awaited<ReturnType<typeof startWorker>>;
+let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
+let taskQueue: string;
 let client: ApiClient;
 let ops: Operation[];
 const temporal = testTemporalClient();
@@ -66,7 +67,7 @@ const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 beforeAll(async () => {
   db = await createTestDatabase();
   sql = sqlClient(db.url);
-  const taskQueue = uniqueTaskQueue();
+  taskQueue = uniqueTaskQueue();
   worker = await startWorker({ orm: db.orm, taskQueue });
   stack = await startMcpStack({ orm: db.orm, temporal, taskQueue });
   client = new ApiClient(stack.baseUrl);
@@ -111,6 +112,11 @@ beforeAll(async () => {
 
   aValues.push(...(await ownedIds(a.id)), 'default', `peer-${CANARY}`, `session-${CANARY}`, ...handles.slice(0, 2));
   aSecrets.push(CANARY, a.email, ...(await ownedIds(a.id)));
+  // The sweeps run with no worker: what B queues (ingest jobs, memory events) waits, so an echo of a
+  // value B used stays attributable to B's own rows (a processed deletion would scrub B's label before
+  // the echo check). The last test processes all of it and checks A again.
+  await worker.stop();
+  worker = undefined;
 }, 180_000);
 
 afterAll(async () => {
@@ -224,4 +230,15 @@ describe("account B against account A's identifiers", () => {
     expectNoFailures(failures);
     expect(await accountSnapshot(sql, a.id)).toEqual(before);
   }, 600_000);
+
+  it("B's queued work, once a worker has processed it, changed nothing of A", async () => {
+    const before = await accountSnapshot(sql, a.id);
+    const unfinished = () => sql.count(
+      `select 1 from memory_event where status in ('queued', 'running')
+       union all select 1 from ingest_job where status not in ('succeeded', 'failed', 'quarantined')`, []);
+    expect(await unfinished()).toBeGreaterThan(0);
+    worker = await startWorker({ orm: db.orm, taskQueue });
+    await eventually(async () => (await unfinished()) === 0, "B's queued work", 120_000);
+    expect(await accountSnapshot(sql, a.id)).toEqual(before);
+  }, 180_000);
 });

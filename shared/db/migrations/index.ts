@@ -11,6 +11,7 @@ import { Migration0010MemorySlots } from './0010-memory-slots.ts';
 import { Migration0011MeteringFunctions } from './0011-metering-functions.ts';
 import { Migration0012RecordTrigramExcerpts } from './0012-record-trigram-excerpts.ts';
 import { Migration0013MemoryEventBatches } from './0013-memory-event-batches.ts';
+import { Migration0016MemoryWriteFunction } from './0016-memory-write-function.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -32,4 +33,6 @@ export const migrationsList = [
   { name: '0011-metering-functions', class: Migration0011MeteringFunctions },
   { name: '0012-record-trigram-excerpts', class: Migration0012RecordTrigramExcerpts },
   { name: '0013-memory-event-batches', class: Migration0013MemoryEventBatches },
+  // 0014 and 0015 are reserved for the query and ingest work.
+  { name: '0016-memory-write-function', class: Migration0016MemoryWriteFunction },
 ];
