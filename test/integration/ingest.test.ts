@@ -233,6 +233,22 @@ describe('live ingest', () => {
     expect(await kinds(legacyId)).toEqual({ activities: ['buildIngestRecords'], markers: 2 });
   });
 
+  it('stored excerpts add their words to the account lexicon, where a misspelt name finds its excerpt', async () => {
+    const r = await call('POST', '/v1/ingest/file', file('heron.md', 'text/markdown', '# Heron\n\nThe lighthouse of Quillmarsh7 stands on a basalt cape.\n', live({})));
+    expect((await waitJob(r.body.job.id)).status).toBe('succeeded');
+    const words = await sql<{ word: string }>('select word from record_lexicon where account_id = ? order by word', [accountId]);
+    expect(words.map((w) => w.word)).toEqual(expect.arrayContaining(['basalt', 'lighthouse', 'quillmarsh7']));
+    expect(words.map((w) => w.word)).not.toContain('of'); // shorter than any name looked up
+
+    const ask = async (bearer: string) => (await call('POST', '/v1/query',
+      { mode: 'evidence', preset: 'accuracy', query: 'Where is Quilmarsh7?', idempotencyKey: `q-${randomUUID()}` }, bearer)).body;
+    expect(JSON.stringify((await ask(key)).evidence)).toContain('Quillmarsh7 stands on a basalt cape');
+    expect(JSON.stringify((await ask(otherKey)).evidence)).not.toContain('Quillmarsh7');
+    // The near spelling comes from the lexicon: without the word there, nothing is found.
+    await sql('delete from record_lexicon where account_id = ? and word = ?', [accountId, 'quillmarsh7']);
+    expect(JSON.stringify((await ask(key)).evidence)).not.toContain('Quillmarsh7');
+  });
+
   it('live submission without datedAt is 400 invalid_ingest_request and creates nothing', async () => {
     const r = await call('POST', '/v1/ingest/url', { url: `${fixtures.origin}/page.html`, dryRun: false, idempotencyKey: 'abcdefgh-1' });
     expect(r.status).toBe(400);
