@@ -167,7 +167,7 @@ export const ingest: Benchmark = {
       runs: { bareSeconds: bare.map(round), endToEndSeconds: e2e.map(round), cpuSeconds: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, v.map(round)])) },
       notes: [
         'The 50 MB file is plain text; its records are built and stored in full.',
-        'Bare extraction excludes work every job must do: HTTP and base64, the submission transaction, one workflow start and two workflow tasks, and storing and indexing every record (a generated tsvector, the GIN full-text index, and the trigram index over excerpts), which for these record-dense documents (600 to 2,400 records each) costs PostgreSQL about as much CPU as extracting them costs the worker; see docs/architecture.md (Ingest round trips and concurrency).',
+        'Bare extraction excludes work every job must do: HTTP and base64, the submission transaction, one workflow start and two workflow tasks, and storing and indexing every record (a generated tsvector, the GIN full-text index, and the new words of the account lexicon), which for these record-dense documents (600 to 2,400 records each) costs PostgreSQL about as much CPU as extracting them costs the worker; see docs/architecture.md (Ingest round trips and concurrency).',
         'The CPU rows split the end-to-end phase by process (medians of runs): on 2 cores the end-to-end time cannot fall below half their sum, nor below the busiest single process.',
       ],
     };

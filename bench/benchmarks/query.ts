@@ -95,8 +95,8 @@ async function measureQuality(orm: Orm, accountId: string, questions: Question[]
 async function loadLatencyCorpus(orm: Orm, accountId: string, size: number, log: (m: string) => void) {
   const em = orm.em.fork();
   const source = await ingestDocument(em, accountId, 'seed.md', '# Seed\n\nThe launch codename of project Sandpiper is quasar5150.\n');
-  // Bulk load: maintaining the GIN indexes (full text and trigram) row by row made the load several
-  // times slower than building them once over the loaded rows, so the secondary indexes are dropped
+  // Bulk load: maintaining the GIN full-text index row by row made the load several
+  // times slower than building it once over the loaded rows, so the secondary indexes are dropped
   // and recreated from their own definitions (the schema is what the migrations made).
   const indexes = await bound<{ name: string; def: string }>(em, `select indexname as name, indexdef as def from pg_indexes
     where schemaname = current_schema() and tablename = 'record' and indexname <> 'record_pkey'`, []);

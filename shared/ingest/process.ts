@@ -4,6 +4,7 @@ import { deterministicUuid } from '../ids.ts';
 import { bound, readLongBytes, writeLongText } from '../db/sql.ts';
 import { q } from '../metering/ledger.ts';
 import { assertContentMatches, extract, type SupportedContentType } from './extract/index.ts';
+import { addToLexicon, lexiconWords } from './lexicon.ts';
 import { decideQuarantine } from './quarantine.ts';
 import { buildRecords, contentHash } from './records.ts';
 import { fetchSource } from './submit.ts';
@@ -136,6 +137,7 @@ export async function buildSourceRecords(
   // Two records of one span and kind are one record.
   const unique = [...new Map(rows.map((r) => [r.id, r])).values()];
 
+  await addToLexicon(em, job.account_id, lexiconWords(records.excerpts.map((e) => e.text)));
   await em.transactional(async (tx) => {
     await bound(
       tx,

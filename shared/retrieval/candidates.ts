@@ -95,17 +95,34 @@ function recordSql(b: Boundary, m: Match, limit: number): Sql {
   const params: unknown[] = [b.accountId];
   if (b.audiences) { where.push('s.audience = any(?::text[])'); params.push(b.audiences); }
   if (b.sourceIds) { where.push('r.source_id = any(?::uuid[])'); params.push(b.sourceIds); }
-  // Near spellings are looked up in excerpts (the partial trigram index): they hold every word of a
-  // source once, while facts and links repeat words of the same text.
-  if (m.type === 'trgm') where.push("r.kind = 'excerpt'");
-  return build(m, {
-    alias: 'r', textCol: 'r.text', dateCol: 'r.created_at', where, params,
-    from: 'record r join source s on s.id = r.source_id',
-    select: `select r.id, r.kind, r.text, r.start_offset, r.end_offset, r.section_path, r.page, r.content_hash, r.tsv::text as tsv,
+  const select = `select r.id, r.kind, r.text, r.start_offset, r.end_offset, r.section_path, r.page, r.content_hash, r.tsv::text as tsv,
         s.id as source_id, s.title, s.url, s.filename, to_char(s.dated_at, 'YYYY-MM-DD') as dated_at, s.audience,
         coalesce(s.dated_at::timestamptz, s.created_at) as dated, hit.score
-      from hit join record r on r.id = hit.id join source s on s.id = r.source_id`,
-  }, limit);
+      from hit join record r on r.id = hit.id join source s on s.id = r.source_id`;
+  if (m.type === 'trgm') return nearWordSql(b.accountId, m.term, where, params, select, limit);
+  return build(m, { alias: 'r', textCol: 'r.text', dateCol: 'r.created_at', where, params, from: 'record r join source s on s.id = r.source_id', select }, limit);
+}
+
+/** Near words looked up per term: enough for a name's spellings, few enough for one index probe each. */
+const NEAR_WORDS = 20;
+
+/**
+ * Near spellings in sources: the account's words within trigram word similarity of the term (the
+ * lexicon of migration 0015 and its trigram index), then the excerpts holding one of them (the
+ * full-text index), each scored by its best word's similarity. Excerpts hold every word of a source
+ * once, while facts and links repeat words of the same text.
+ */
+function nearWordSql(accountId: string, term: string, where: string[], params: unknown[], select: string, limit: number): Sql {
+  const text = `with near as (
+      select word_similarity(?, l.word) as sim, to_tsquery('english', l.word) as q
+        from record_lexicon l where l.account_id = ? and ? <% l.word order by sim desc limit ${NEAR_WORDS}),
+    hit as (
+      select r.id, max(near.sim) as score
+        from near join record r on r.tsv @@ near.q join source s on s.id = r.source_id
+       where ${[...where, "r.kind = 'excerpt'"].join(' and ')}
+       group by r.id order by score desc limit ?)
+    ${select}`;
+  return { text, params: [term, accountId, term, ...params, limit] };
 }
 
 function memoryWhere(b: Boundary, alias: 'm' | 'c'): { where: string[]; params: unknown[] } {

@@ -57,7 +57,7 @@ export async function startIngestJob(
   return client.workflow.start<typeof ingestWorkflow>('ingestWorkflow', {
     taskQueue,
     workflowId: ingestWorkflowId(job.id),
-    args: [{ jobId: job.id, kind: job.kind, heartbeatTimeoutMs }],
+    args: [{ jobId: job.id, kind: job.kind, heartbeatTimeoutMs, buildEndsJob: true }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
   }).catch((err: unknown) => {

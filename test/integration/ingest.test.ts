@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { loadConfig } from '../../shared/config.ts';
+import { ingestWorkflowId } from '../../shared/temporal/workflows.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startFixtureServer } from '../helpers/fixture-server.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
@@ -210,6 +211,42 @@ describe('live ingest', () => {
     expect(failed.status).toBe('failed');
     expect(failed.failure).toMatchObject({ message: expect.stringMatching(/encrypt|password/i), retryable: false });
     expect(await sql('select id from record where source_id = ?', [bad.body.job.id])).toEqual([]);
+  });
+
+  it('a job runs one build activity and records no patch marker; an execution started without buildEndsJob still decides by the patch', async () => {
+    const r = await call('POST', '/v1/ingest/file', file('plain.txt', 'text/plain', fact, live({})));
+    expect((await waitJob(r.body.job.id)).status).toBe('succeeded');
+    const kinds = async (workflowId: string) => {
+      const { events } = await temporal.client.workflow.getHandle(workflowId).fetchHistory();
+      return {
+        activities: events!.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
+        markers: events!.filter((e) => e.markerRecordedEventAttributes || e.upsertWorkflowSearchAttributesEventAttributes).length,
+      };
+    };
+    expect(await kinds(ingestWorkflowId(r.body.job.id))).toEqual({ activities: ['buildIngestRecords'], markers: 0 });
+
+    // The input of executions started by earlier versions: the job already ended, so the build step
+    // reports the stored result and the patch decides, recording its marker as it always did.
+    const legacyId = `legacy-${ingestWorkflowId(r.body.job.id)}`;
+    const legacy = await temporal.client.workflow.execute('ingestWorkflow', { taskQueue, workflowId: legacyId, args: [{ jobId: r.body.job.id, kind: 'file' }] });
+    expect(legacy).toEqual({ status: 'succeeded' });
+    expect(await kinds(legacyId)).toEqual({ activities: ['buildIngestRecords'], markers: 2 });
+  });
+
+  it('stored excerpts add their words to the account lexicon, where a misspelt name finds its excerpt', async () => {
+    const r = await call('POST', '/v1/ingest/file', file('heron.md', 'text/markdown', '# Heron\n\nThe lighthouse of Quillmarsh7 stands on a basalt cape.\n', live({})));
+    expect((await waitJob(r.body.job.id)).status).toBe('succeeded');
+    const words = await sql<{ word: string }>('select word from record_lexicon where account_id = ? order by word', [accountId]);
+    expect(words.map((w) => w.word)).toEqual(expect.arrayContaining(['basalt', 'lighthouse', 'quillmarsh7']));
+    expect(words.map((w) => w.word)).not.toContain('of'); // shorter than any name looked up
+
+    const ask = async (bearer: string) => (await call('POST', '/v1/query',
+      { mode: 'evidence', preset: 'accuracy', query: 'Where is Quilmarsh7?', idempotencyKey: `q-${randomUUID()}` }, bearer)).body;
+    expect(JSON.stringify((await ask(key)).evidence)).toContain('Quillmarsh7 stands on a basalt cape');
+    expect(JSON.stringify((await ask(otherKey)).evidence)).not.toContain('Quillmarsh7');
+    // The near spelling comes from the lexicon: without the word there, nothing is found.
+    await sql('delete from record_lexicon where account_id = ? and word = ?', [accountId, 'quillmarsh7']);
+    expect(JSON.stringify((await ask(key)).evidence)).not.toContain('Quillmarsh7');
   });
 
   it('live submission without datedAt is 400 invalid_ingest_request and creates nothing', async () => {
