@@ -4,19 +4,22 @@ import type { EvidenceKind } from '../contracts/query.ts';
 import { bound } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
 import type { CitedRef } from './citations.ts';
+import { recordTermHit, type TermMatch } from './terms.ts';
 import { parseTsVector, type TsVector } from './text.ts';
 
 /**
  * Candidate generation: one SQL statement per content table (source records, memory messages, memory
  * claims), each confined to the boundary (account, active sources, available messages, current eligible
  * claims, audiences, selectors). The first-stage score is PostgreSQL's ts_rank (or trigram word
- * similarity); ranking.ts re-scores the candidates. Every row the GIN index matches is scored, so
- * this score must be cheap: ts_rank_cd (cover density) costs several times more per row and chose
- * the same candidates on the labelled set; proximity is scored later, on the candidates only.
+ * similarity); ranking.ts re-scores the candidates. Every matching row is scored, so this score must
+ * be cheap: ts_rank_cd (cover density) costs several times more per row and chose the same candidates
+ * on the labelled set; proximity is scored later, on the candidates only. Source records, by far the
+ * largest table, get their full-text ts_rank from the impact index (terms.ts) without reading the
+ * matching rows; memory messages and claims (small tables) are ranked by ts_rank over the GIN index.
  */
 
 export type Match =
-  | { type: 'fts'; tsquery: string }
+  | ({ type: 'fts'; tsquery: string } & TermMatch)
   | { type: 'trgm'; term: string }
   | { type: 'recent' }
   | { type: 'ids'; ids: string[] };
@@ -90,21 +93,30 @@ function build(
   return { text, params: [...scoreParams, ...ms.params.from, ...base.params, ...ms.params.where, limit] };
 }
 
+const RECORD_SELECT = `select r.id, r.kind, r.text, r.start_offset, r.end_offset, r.section_path, r.page, r.content_hash, r.tsv::text as tsv,
+        s.id as source_id, s.title, s.url, s.filename, to_char(s.dated_at, 'YYYY-MM-DD') as dated_at, s.audience,
+        coalesce(s.dated_at::timestamptz, s.created_at) as dated, hit.score
+      from hit join record r on r.id = hit.id join source s on s.id = r.source_id`;
+
 function recordSql(b: Boundary, m: Match, limit: number): Sql {
-  const where = ['r.account_id = ?', "s.status = 'active'"];
-  const params: unknown[] = [b.accountId];
-  if (b.audiences) { where.push('s.audience = any(?::text[])'); params.push(b.audiences); }
-  if (b.sourceIds) { where.push('r.source_id = any(?::uuid[])'); params.push(b.sourceIds); }
+  // Every boundary condition of source records is a condition on their source.
+  const sourceWhere = ["s.status = 'active'"];
+  const params: unknown[] = [];
+  if (b.audiences) { sourceWhere.push('s.audience = any(?::text[])'); params.push(b.audiences); }
+  // The selected sources on the scanned table's own column (r.source_id can use the record's index).
+  const sourceCol = m.type === 'fts' ? 's.id' : 'r.source_id';
+  if (b.sourceIds) { sourceWhere.push(`${sourceCol} = any(?::uuid[])`); params.push(b.sourceIds); }
+  if (m.type === 'fts') {
+    const hit = recordTermHit(b.accountId, m, { where: sourceWhere, params }, limit);
+    return { text: `${hit.text} ${RECORD_SELECT}`, params: hit.params };
+  }
+  const where = ['r.account_id = ?', ...sourceWhere];
   // Near spellings are looked up in excerpts (the partial trigram index): they hold every word of a
   // source once, while facts and links repeat words of the same text.
   if (m.type === 'trgm') where.push("r.kind = 'excerpt'");
   return build(m, {
-    alias: 'r', textCol: 'r.text', dateCol: 'r.created_at', where, params,
-    from: 'record r join source s on s.id = r.source_id',
-    select: `select r.id, r.kind, r.text, r.start_offset, r.end_offset, r.section_path, r.page, r.content_hash, r.tsv::text as tsv,
-        s.id as source_id, s.title, s.url, s.filename, to_char(s.dated_at, 'YYYY-MM-DD') as dated_at, s.audience,
-        coalesce(s.dated_at::timestamptz, s.created_at) as dated, hit.score
-      from hit join record r on r.id = hit.id join source s on s.id = r.source_id`,
+    alias: 'r', textCol: 'r.text', dateCol: 'r.created_at', where, params: [b.accountId, ...params],
+    from: 'record r join source s on s.id = r.source_id', select: RECORD_SELECT,
   }, limit);
 }
 

@@ -40,8 +40,11 @@ export function queryWords(text: string): string[] {
   return [...new Set(words(text).filter((w) => !isStopWord(w) && w.length > 1))].slice(0, MAX_QUERY_WORDS);
 }
 
+/** Whether a query word is matched as a prefix (accuracy's expansion: words of 5+ letters, no digits). */
+const asPrefix = (w: string, expand: boolean) => expand && w.length >= 5 && !/\d/.test(w);
+
 export function orQuery(ws: string[], expand: boolean): string {
-  return ws.map((w) => (expand && w.length >= 5 && !/\d/.test(w) ? `${w}:*` : w)).join(' | ');
+  return ws.map((w) => (asPrefix(w, expand) ? `${w}:*` : w)).join(' | ');
 }
 
 async function analyze(em: EntityManager, text: string): Promise<QueryTerms> {
@@ -117,7 +120,7 @@ export async function retrieve(
     const ranked = rank(cands, terms, { docs: 1, df: new Map(), avgLength: 1 }, 'efficient');
     return { ranked, terms, candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
   }
-  const match: Match = { type: 'fts', tsquery: orQuery(ws, plan.expand) };
+  const match: Match = { type: 'fts', tsquery: orQuery(ws, plan.expand), words: ws, prefix: ws.map((w) => asPrefix(w, plan.expand)) };
   const needStats = strategy !== 'efficient';
   const analyzed = analyze(em, query);
   const [terms, first, stats0] = await Promise.all([

@@ -10,6 +10,7 @@ import { Migration0009IngestStorage } from './0009-ingest-storage.ts';
 import { Migration0010MemorySlots } from './0010-memory-slots.ts';
 import { Migration0011MeteringFunctions } from './0011-metering-functions.ts';
 import { Migration0012RecordTrigramExcerpts } from './0012-record-trigram-excerpts.ts';
+import { Migration0014RecordTerms } from './0014-record-terms.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -30,4 +31,5 @@ export const migrationsList = [
   { name: '0010-memory-slots', class: Migration0010MemorySlots },
   { name: '0011-metering-functions', class: Migration0011MeteringFunctions },
   { name: '0012-record-trigram-excerpts', class: Migration0012RecordTrigramExcerpts },
+  { name: '0014-record-terms', class: Migration0014RecordTerms },
 ];
