@@ -75,8 +75,9 @@ async function statistics(em: EntityManager, accountId: string, lexemes: string[
     missing.length
       ? bound<{ lex: string; df: number }>(
           em,
-          `select l.lex, (select count(*) from (select 1 from record r where r.account_id = ? and r.tsv @@ quote_literal(l.lex)::tsquery
-              limit ${DF_CAP}) x)::int as df
+          // From the impact index: one row per batch of records holding the lexeme, not one per record.
+          `select l.lex, coalesce((select least(sum(cardinality(t.record_ids)), ${DF_CAP}) from record_term t
+              where t.account_id = ? and t.lexeme = l.lex collate "C"), 0)::int as df
              from unnest(?::text[]) l(lex)`,
           [accountId, missing],
         )

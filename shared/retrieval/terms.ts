@@ -13,8 +13,10 @@
  * source_id, tsv and batch (records grouped into one row per lexeme are of one source and one batch).
  */
 export function recordTermRows(rel: string): string {
-  return `select r.account_id, r.source_id, u.lexeme, array_agg(r.id order by r.id),
-         array_agg(cairn_term_impact(coalesce(array_length(u.positions, 1), 1), l.len) order by r.id)
+  // The two aggregates take each group's rows in the same order, so the arrays stay aligned without
+  // sorting each group.
+  return `select r.account_id, r.source_id, u.lexeme, array_agg(r.id),
+         array_agg(cairn_term_impact(coalesce(array_length(u.positions, 1), 1), l.len))
     from ${rel} r
     cross join lateral (select sum(coalesce(array_length(x.positions, 1), 1))::integer as len from unnest(r.tsv) x) l
     cross join lateral unnest(r.tsv) u

@@ -107,7 +107,8 @@ describe('first stage over the impact index', () => {
 
 describe('impact rows follow the records', () => {
   it('the migration builds the same rows from stored records as ingest writes', async () => {
-    const snapshot = `select account_id, source_id, lexeme, record_ids::text, impacts::text from record_term order by 1, 2, 3, 4`;
+    const snapshot = `select t.account_id, t.source_id, t.lexeme, e.id, e.impact from record_term t, unnest(t.record_ids, t.impacts) e(id, impact)
+      order by 1, 2, 3, 4`;
     const before = await bound(db.orm.em.fork(), snapshot, []);
     const migration = new Migration0014RecordTerms(null as never, null as never);
     migration.up();

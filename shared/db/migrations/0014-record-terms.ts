@@ -34,8 +34,8 @@ export class Migration0014RecordTerms extends Migration {
     // Records stored before this migration, grouped per source and 2,000 records as ingest groups them
     // (shared/retrieval/terms.ts; written out here because a migration must not change later).
     this.addSql(`insert into record_term (account_id, source_id, lexeme, record_ids, impacts)
-      select r.account_id, r.source_id, u.lexeme, array_agg(r.id order by r.id),
-             array_agg(cairn_term_impact(coalesce(array_length(u.positions, 1), 1), l.len) order by r.id)
+      select r.account_id, r.source_id, u.lexeme, array_agg(r.id),
+             array_agg(cairn_term_impact(coalesce(array_length(u.positions, 1), 1), l.len))
         from (select id, account_id, source_id, tsv, (row_number() over (partition by source_id order by id) - 1) / 2000 as batch
                 from record) r
         cross join lateral (select sum(coalesce(array_length(x.positions, 1), 1))::integer as len from unnest(r.tsv) x) l
