@@ -158,10 +158,10 @@ type Row = Record<string, unknown> & { id: string; text: string; tsv: string | n
 const iso = (d: unknown) => new Date(d as string).toISOString();
 const normHash = (t: string) => createHash('sha256').update(t.normalize('NFC').replace(/\s+/g, ' ').trim()).digest('hex');
 
-function toRecord(r: Row, via: Match['type']): Candidate {
+function toRecord(r: Row, via: Match['type'], keep?: ReadonlySet<string>): Candidate {
   return {
     ref: { table: 'record', id: r.id }, kind: r.kind as EvidenceKind, text: r.text, contentHash: r.content_hash as string,
-    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.dated as string), authority: null,
+    vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.dated as string), authority: null,
     origin: {
       type: 'source', sourceId: r.source_id as string, title: (r.title as string) ?? null, url: (r.url as string) ?? null,
       filename: (r.filename as string) ?? null, datedAt: (r.dated_at as string) ?? null,
@@ -171,10 +171,10 @@ function toRecord(r: Row, via: Match['type']): Candidate {
   };
 }
 
-function toMessage(r: Row, via: Match['type']): Candidate {
+function toMessage(r: Row, via: Match['type'], keep?: ReadonlySet<string>): Candidate {
   return {
     ref: { table: 'message', id: r.id }, kind: 'message', text: r.text, contentHash: r.content_hash as string,
-    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.created_at as string), authority: null,
+    vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.created_at as string), authority: null,
     origin: {
       type: 'message', peer: r.peer as string, session: r.session as string, role: r.role as string,
       agentId: (r.agent_id as string) ?? null, eventId: r.event_id as string, position: Number(r.position),
@@ -183,10 +183,10 @@ function toMessage(r: Row, via: Match['type']): Candidate {
   };
 }
 
-function toClaim(r: Row, via: Match['type']): Candidate {
+function toClaim(r: Row, via: Match['type'], keep?: ReadonlySet<string>): Candidate {
   return {
     ref: { table: 'claim', id: r.id }, kind: 'claim', text: r.text, contentHash: normHash(r.text),
-    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
+    vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
     origin: {
       type: 'claim', claimId: r.id, peer: r.peer as string, session: (r.session as string) ?? null, authority: r.authority as string,
       state: r.state as string, validFrom: iso(r.valid_from), agentId: (r.agent_id as string) ?? null, audience: (r.audience as string) ?? null,
@@ -196,12 +196,20 @@ function toClaim(r: Row, via: Match['type']): Candidate {
 
 export type Tables = { records: boolean; messages: boolean; claims: boolean };
 
-/** Candidates from every table the boundary includes, fetched concurrently. */
-export async function fetchCandidates(em: EntityManager, b: Boundary, m: Match, limit: number, tables?: Partial<Tables>): Promise<Candidate[]> {
+/**
+ * Candidates from every table the boundary includes, fetched concurrently. `keep`: the lexemes whose
+ * positions the vectors need (the query's; ranking looks at no others), all when omitted.
+ */
+export async function fetchCandidates(
+  em: EntityManager, b: Boundary, m: Match, limit: number, tables?: Partial<Tables>, keep?: Promise<ReadonlySet<string>>,
+): Promise<Candidate[]> {
   const want: Tables = { records: b.includeSources, messages: b.includeMemory, claims: b.includeMemory, ...tables };
   const jobs: Promise<Candidate[]>[] = [];
-  const run = (sql: Sql, map: (r: Row, via: Match['type']) => Candidate) =>
-    bound<Row>(em, sql.text, sql.params).then((rows) => rows.map((r) => map(r, m.type)));
+  const run = (sql: Sql, map: (r: Row, via: Match['type'], keep?: ReadonlySet<string>) => Candidate) =>
+    bound<Row>(em, sql.text, sql.params).then(async (rows) => {
+      const k = await keep;
+      return rows.map((r) => map(r, m.type, k));
+    });
   if (want.records && b.includeSources) jobs.push(run(recordSql(b, m, limit), toRecord));
   if (want.messages && b.includeMemory) jobs.push(run(messageSql(b, m, limit), toMessage));
   if (want.claims && b.includeMemory) jobs.push(run(claimSql(b, m, limit), toClaim));

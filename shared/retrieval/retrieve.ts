@@ -124,9 +124,10 @@ export async function retrieve(
   const match: Match = { type: 'fts', tsquery: orQuery(ws, plan.expand), words: ws, prefix: ws.map((w) => asPrefix(w, plan.expand)) };
   const needStats = strategy !== 'efficient';
   const analyzed = analyze(em, query);
+  const keep = analyzed.then((t) => new Set(t.lexemes));
   const [terms, first, stats0] = await Promise.all([
     analyzed,
-    fetchCandidates(em, boundary, match, plan.candidates, tables),
+    fetchCandidates(em, boundary, match, plan.candidates, tables, keep),
     needStats ? analyzed.then((t) => statistics(em, boundary.accountId, t.lexemes)) : Promise.resolve(null),
   ]);
   let cands = first;
@@ -140,7 +141,7 @@ export async function retrieve(
     const fuzzy = ws
       .filter((w) => w.length >= 4 && nameLike.has(w) && unmatched.some((l) => w.startsWith(l) || l.startsWith(w)))
       .slice(0, 2);
-    const extra = await Promise.all(fuzzy.map((term) => fetchCandidates(em, boundary, { type: 'trgm', term }, 20, tables)));
+    const extra = await Promise.all(fuzzy.map((term) => fetchCandidates(em, boundary, { type: 'trgm', term }, 20, tables, keep)));
     cands = cands.concat(extra.flat());
   }
   const stats = withAverageLength(stats0 ?? { docs: 1, df: new Map(), avgLength: 1 }, cands);

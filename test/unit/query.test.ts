@@ -64,6 +64,13 @@ describe('ranking', () => {
     expect(parseTsVector(null)).toEqual({ positions: new Map(), length: 0 });
     expect(parseTsVector("'unterminated:1").positions.size).toBe(0);
   });
+
+  it('keeps only the asked lexemes\' positions, with the length of the whole vector', () => {
+    const text = "'it''s':1A,12 'a b':3B 'bare' '''':4,5C,6";
+    const v = parseTsVector(text, new Set(["'", 'absent']));
+    expect([...v.positions]).toEqual([["'", [4, 5, 6]]]);
+    expect(v.length).toBe(parseTsVector(text).length);
+  });
 });
 
 describe('answers and validation', () => {
