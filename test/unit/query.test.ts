@@ -20,6 +20,9 @@ describe('citation handles', () => {
     const h = sealCitation(key, account, ref);
     expect(h).toMatch(/^cit_[A-Za-z0-9_-]{60}$/);
     expect(sealCitation(key, account, ref)).toBe(h);
+    // The same key read again (another Buffer, as in another process) seals and opens the same handle.
+    expect(sealCitation(Buffer.from(key), account, ref)).toBe(h);
+    expect(openCitation(Buffer.from(key), account, h)).toEqual(ref);
     expect(h).not.toContain(ref.id.replace(/-/g, '').slice(0, 8));
     expect(openCitation(key, account, h)).toEqual(ref);
     expect(openCitation(key, randomUUID(), h)).toBeNull();
