@@ -6,6 +6,7 @@ import { q } from '../metering/ledger.ts';
 import { assertContentMatches, extract, type SupportedContentType } from './extract/index.ts';
 import { addToLexicon, lexiconWords } from './lexicon.ts';
 import { decideQuarantine } from './quarantine.ts';
+import { recordTermRows } from '../retrieval/terms.ts';
 import { buildRecords, contentHash } from './records.ts';
 import { fetchSource } from './submit.ts';
 import { parseSourceUrl, type UrlPolicy } from './url-safety.ts';
@@ -152,7 +153,7 @@ export async function buildSourceRecords(
         contentHash(doc.text), JSON.stringify(doc.sections), job.audience],
     );
     await writeLongText(tx, 'source', 'text', jobId, doc.text);
-    await q(tx, 'delete from record where source_id = ?', [jobId]);
+    await deleteRecords(tx, jobId);
     for (let i = 0; i < unique.length; i += RECORD_BATCH) await insertRecords(tx, job.account_id, jobId, unique.slice(i, i + RECORD_BATCH));
     // The job ends in the same transaction as its records: no window where records exist for a queued job.
     await q(
@@ -177,7 +178,8 @@ type RecordRow = {
  * One multi-row INSERT per batch (few round trips, bounded memory), each column a typed array expanded
  * by unnest: PostgreSQL parses these in under half the CPU of the same rows as one JSON document, and
  * the database is the busier side while ingesting. Section paths (ragged, and shared by many records)
- * travel once each, as JSON, and rows refer to them by index.
+ * travel once each, as JSON, and rows refer to them by index. The same statement adds the batch's rows
+ * of the retrieval impact index (record_term, shared/retrieval/terms.ts) from the stored tsvectors.
  */
 async function insertRecords(tx: EntityManager, accountId: string, sourceId: string, rows: RecordRow[]): Promise<void> {
   const paths: string[][] = [];
@@ -197,16 +199,24 @@ async function insertRecords(tx: EntityManager, accountId: string, sourceId: str
     `with path as (
        select (p.n - 1)::int as n, array(select jsonb_array_elements_text(p.path)) as path
          from jsonb_array_elements(?::jsonb) with ordinality as p(path, n))
-     insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, section_path, page, subject,
-       link_type, link_from, link_to, content_hash)
-     select r.id, ?, ?, r.kind, r.text, r.start_offset, r.end_offset, path.path, r.page, r.subject, r.link_type, r.link_from,
-            r.link_to, r.content_hash
-       from unnest(?::uuid[], ?::text[], ?::text[], ?::int[], ?::int[], ?::int[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
-              as r(id, kind, text, start_offset, end_offset, path_n, page, subject, link_type, link_from, link_to, content_hash)
-       join path on path.n = r.path_n`,
+     , added as (
+       insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, section_path, page, subject,
+         link_type, link_from, link_to, content_hash)
+       select r.id, ?, ?, r.kind, r.text, r.start_offset, r.end_offset, path.path, r.page, r.subject, r.link_type, r.link_from,
+              r.link_to, r.content_hash
+         from unnest(?::uuid[], ?::text[], ?::text[], ?::int[], ?::int[], ?::int[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+                as r(id, kind, text, start_offset, end_offset, path_n, page, subject, link_type, link_from, link_to, content_hash)
+         join path on path.n = r.path_n
+       returning id, account_id, source_id, tsv, 0 as batch)
+     insert into record_term (account_id, source_id, lexeme, record_ids, impacts) ${recordTermRows('added')}`,
     [JSON.stringify(paths), accountId, sourceId, col('id'), col('kind'), col('text'), col('start_offset'), col('end_offset'), pathRefs,
       col('page'), col('subject'), col('link_type'), col('link_from'), col('link_to'), col('content_hash')],
   );
+}
+
+/** A source's records and their rows of the impact index. */
+async function deleteRecords(tx: EntityManager, sourceId: string): Promise<void> {
+  await q(tx, 'with terms as (delete from record_term where source_id = ?) delete from record where source_id = ?', [sourceId, sourceId]);
 }
 
 async function storedResult(em: EntityManager, jobId: string, status: 'succeeded' | 'quarantined'): Promise<ProcessResult> {
@@ -243,7 +253,7 @@ export async function deleteSourceRecords(em: EntityManager, deletionJobId: stri
   await em.transactional(async (tx) => {
     const [job] = await q<{ source_id: string }>(tx, 'select source_id from ingest_job where id = ?', [deletionJobId]);
     if (!job) throw new Error(`deletion job ${deletionJobId} does not exist`);
-    await q(tx, 'delete from record where source_id = ?', [job.source_id]);
+    await deleteRecords(tx, job.source_id);
     await q(tx, `update source set status = 'deleted', deleted_at = coalesce(deleted_at, now()), text = '', sections = '[]' where id = ?`, [job.source_id]);
     await q(tx, 'delete from ingest_blob where job_id = ?', [job.source_id]);
   });

@@ -58,10 +58,11 @@ export async function runMetered<T>(
   } catch (err) {
     const outcome: Outcome = err instanceof AfterRetrievalError ? 'failed_after_retrieval' : 'retrieval_failed';
     if (!(err instanceof AppError) || err.status >= 500) deps.logger.error({ err, reservationId }, 'metered work failed');
-    const s = await settleOrFail(deps, reserved, outcome, 0, quota);
+    // A failure's settlement is flushed at once: the error may be answered without a later commit.
+    const s = await settleOrFail(deps, reserved, outcome, 0, quota, false);
     throw withHeaders(err, { ...creditHeaders(s.balance, s.charged), ...quota });
   }
-  const s = await settleOrFail(deps, reserved, result.outcome, result.providerCost ?? 0, quota);
+  const s = await settleOrFail(deps, reserved, result.outcome, result.providerCost ?? 0, quota, input.flushLater);
   return { value: result.value, headers: { ...creditHeaders(s.balance, s.charged), ...quota }, settled: s, reserved };
 }
 
@@ -71,9 +72,10 @@ async function settleOrFail(
   outcome: Outcome,
   providerCost: number,
   quota: Record<string, string>,
+  flushLater: boolean | undefined,
 ): Promise<Settled> {
   try {
-    return await settle(deps.em, reserved.reservationId, outcome, providerCost);
+    return await settle(deps.em, reserved.reservationId, outcome, providerCost, undefined, flushLater);
   } catch (err) {
     deps.logger.error({ err, reservationId: reserved.reservationId }, 'credit settlement failed; the workflow will settle');
     throw new AppError(

@@ -18,7 +18,21 @@ export type ReserveInput = {
   maxProviderCost: number;
   /** Spend one unit of the metric's allowance with this reservation. */
   consumeQuota: boolean;
+  /** See flushLater below: the caller commits synchronously before the outcome leaves the process. */
+  flushLater?: boolean;
 };
+
+/**
+ * A metering function call. With `flushLater` its transaction commits without waiting for the WAL to
+ * reach the disk (synchronous_commit off for that transaction only), so the lock on the account's
+ * balance row, which every concurrent request of the account waits for, is released at once instead of
+ * after a disk flush. Only for callers whose next step is a synchronous commit that must succeed before
+ * anything about the outcome leaves the process: WAL is flushed in order, so that commit makes this one
+ * durable too, and if the database crashes before it, nothing was answered and an unsettled
+ * reservation that survived is settled by the sweeper as usual.
+ */
+const callSql = (fn: string, args: number, flushLater: boolean | undefined) =>
+  `select f.* from ${fn}(${Array(args).fill('?').join(', ')}) f${flushLater ? ", set_config('synchronous_commit', 'off', true) c" : ''}`;
 
 export type Reserved = { reservationId: string; held: number; balance: Balance; quota: QuotaState | null };
 
@@ -82,7 +96,7 @@ async function callRenewing<T extends { r_status: string }>(
 export async function reserve(em: EntityManager, input: ReserveInput, now = new Date()): Promise<Reserved> {
   const r = await callRenewing<ReserveRow>(
     em,
-    'select * from cairn_reserve(?, ?, ?, ?, ?, ?, ?)',
+    callSql('cairn_reserve', 7, input.flushLater),
     [input.reservationId, input.accountId, input.metric, input.baseCost, input.maxProviderCost, input.consumeQuota, now],
     () => input.accountId,
     now,
@@ -116,11 +130,12 @@ export async function settle(
   outcome: Outcome,
   providerCostUsed = 0,
   now = new Date(),
+  flushLater = false,
 ): Promise<Settled> {
   const provider = Math.max(0, Math.floor(providerCostUsed));
   const r = await callRenewing<SettleRow>(
     em,
-    'select * from cairn_settle(?, ?, ?, ?)',
+    callSql('cairn_settle', 4, flushLater),
     [reservationId, outcome, provider, now],
     (row) => row.r_account,
     now,

@@ -94,6 +94,9 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
         baseCost: 1,
         maxProviderCost: answering ? maxProviderCredits(deps.answer) : 0,
         consumeQuota: true,
+        // The operation row's completion (or its removal on failure) is a synchronous commit that
+        // precedes every answer, so reserve and settle need not wait for their own disk flush.
+        flushLater: true,
       },
       async () => {
         // A retrieval failure throws as is: everything is refunded (cost 0).

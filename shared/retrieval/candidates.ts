@@ -4,19 +4,22 @@ import type { EvidenceKind } from '../contracts/query.ts';
 import { bound } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
 import type { CitedRef } from './citations.ts';
+import { recordTermHit, type TermMatch } from './terms.ts';
 import { parseTsVector, type TsVector } from './text.ts';
 
 /**
  * Candidate generation: one SQL statement per content table (source records, memory messages, memory
  * claims), each confined to the boundary (account, active sources, available messages, current eligible
  * claims, audiences, selectors). The first-stage score is PostgreSQL's ts_rank (or trigram word
- * similarity); ranking.ts re-scores the candidates. Every row the GIN index matches is scored, so
- * this score must be cheap: ts_rank_cd (cover density) costs several times more per row and chose
- * the same candidates on the labelled set; proximity is scored later, on the candidates only.
+ * similarity); ranking.ts re-scores the candidates. Every matching row is scored, so this score must
+ * be cheap: ts_rank_cd (cover density) costs several times more per row and chose the same candidates
+ * on the labelled set; proximity is scored later, on the candidates only. Source records, by far the
+ * largest table, get their full-text ts_rank from the impact index (terms.ts) without reading the
+ * matching rows; memory messages and claims (small tables) are ranked by ts_rank over the GIN index.
  */
 
 export type Match =
-  | { type: 'fts'; tsquery: string }
+  | ({ type: 'fts'; tsquery: string } & TermMatch)
   | { type: 'trgm'; term: string }
   | { type: 'recent' }
   | { type: 'ids'; ids: string[] };
@@ -90,17 +93,29 @@ function build(
   return { text, params: [...scoreParams, ...ms.params.from, ...base.params, ...ms.params.where, limit] };
 }
 
-function recordSql(b: Boundary, m: Match, limit: number): Sql {
-  const where = ['r.account_id = ?', "s.status = 'active'"];
-  const params: unknown[] = [b.accountId];
-  if (b.audiences) { where.push('s.audience = any(?::text[])'); params.push(b.audiences); }
-  if (b.sourceIds) { where.push('r.source_id = any(?::uuid[])'); params.push(b.sourceIds); }
-  const select = `select r.id, r.kind, r.text, r.start_offset, r.end_offset, r.section_path, r.page, r.content_hash, r.tsv::text as tsv,
+const RECORD_SELECT = `select r.id, r.kind, r.text, r.start_offset, r.end_offset, r.section_path, r.page, r.content_hash, r.tsv::text as tsv,
         s.id as source_id, s.title, s.url, s.filename, to_char(s.dated_at, 'YYYY-MM-DD') as dated_at, s.audience,
         coalesce(s.dated_at::timestamptz, s.created_at) as dated, hit.score
       from hit join record r on r.id = hit.id join source s on s.id = r.source_id`;
-  if (m.type === 'trgm') return nearWordSql(b.accountId, m.term, where, params, select, limit);
-  return build(m, { alias: 'r', textCol: 'r.text', dateCol: 'r.created_at', where, params, from: 'record r join source s on s.id = r.source_id', select }, limit);
+
+function recordSql(b: Boundary, m: Match, limit: number): Sql {
+  // Every boundary condition of source records is a condition on their source.
+  const sourceWhere = ["s.status = 'active'"];
+  const params: unknown[] = [];
+  if (b.audiences) { sourceWhere.push('s.audience = any(?::text[])'); params.push(b.audiences); }
+  // The selected sources on the scanned table's own column (r.source_id can use the record's index).
+  const sourceCol = m.type === 'fts' ? 's.id' : 'r.source_id';
+  if (b.sourceIds) { sourceWhere.push(`${sourceCol} = any(?::uuid[])`); params.push(b.sourceIds); }
+  if (m.type === 'fts') {
+    const hit = recordTermHit(b.accountId, m, { where: sourceWhere, params }, limit);
+    return { text: `${hit.text} ${RECORD_SELECT}`, params: hit.params };
+  }
+  const where = ['r.account_id = ?', ...sourceWhere];
+  if (m.type === 'trgm') return nearWordSql(b.accountId, m.term, where, [b.accountId, ...params], RECORD_SELECT, limit);
+  return build(m, {
+    alias: 'r', textCol: 'r.text', dateCol: 'r.created_at', where, params: [b.accountId, ...params],
+    from: 'record r join source s on s.id = r.source_id', select: RECORD_SELECT,
+  }, limit);
 }
 
 /** Near words looked up per term: enough for a name's spellings, few enough for one index probe each. */
@@ -163,10 +178,10 @@ type Row = Record<string, unknown> & { id: string; text: string; tsv: string | n
 const iso = (d: unknown) => new Date(d as string).toISOString();
 const normHash = (t: string) => createHash('sha256').update(t.normalize('NFC').replace(/\s+/g, ' ').trim()).digest('hex');
 
-function toRecord(r: Row, via: Match['type']): Candidate {
+function toRecord(r: Row, via: Match['type'], keep?: ReadonlySet<string>): Candidate {
   return {
     ref: { table: 'record', id: r.id }, kind: r.kind as EvidenceKind, text: r.text, contentHash: r.content_hash as string,
-    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.dated as string), authority: null,
+    vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.dated as string), authority: null,
     origin: {
       type: 'source', sourceId: r.source_id as string, title: (r.title as string) ?? null, url: (r.url as string) ?? null,
       filename: (r.filename as string) ?? null, datedAt: (r.dated_at as string) ?? null,
@@ -176,10 +191,10 @@ function toRecord(r: Row, via: Match['type']): Candidate {
   };
 }
 
-function toMessage(r: Row, via: Match['type']): Candidate {
+function toMessage(r: Row, via: Match['type'], keep?: ReadonlySet<string>): Candidate {
   return {
     ref: { table: 'message', id: r.id }, kind: 'message', text: r.text, contentHash: r.content_hash as string,
-    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.created_at as string), authority: null,
+    vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.created_at as string), authority: null,
     origin: {
       type: 'message', peer: r.peer as string, session: r.session as string, role: r.role as string,
       agentId: (r.agent_id as string) ?? null, eventId: r.event_id as string, position: Number(r.position),
@@ -188,10 +203,10 @@ function toMessage(r: Row, via: Match['type']): Candidate {
   };
 }
 
-function toClaim(r: Row, via: Match['type']): Candidate {
+function toClaim(r: Row, via: Match['type'], keep?: ReadonlySet<string>): Candidate {
   return {
     ref: { table: 'claim', id: r.id }, kind: 'claim', text: r.text, contentHash: normHash(r.text),
-    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
+    vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
     origin: {
       type: 'claim', claimId: r.id, peer: r.peer as string, session: (r.session as string) ?? null, authority: r.authority as string,
       state: r.state as string, validFrom: iso(r.valid_from), agentId: (r.agent_id as string) ?? null, audience: (r.audience as string) ?? null,
@@ -201,12 +216,20 @@ function toClaim(r: Row, via: Match['type']): Candidate {
 
 export type Tables = { records: boolean; messages: boolean; claims: boolean };
 
-/** Candidates from every table the boundary includes, fetched concurrently. */
-export async function fetchCandidates(em: EntityManager, b: Boundary, m: Match, limit: number, tables?: Partial<Tables>): Promise<Candidate[]> {
+/**
+ * Candidates from every table the boundary includes, fetched concurrently. `keep`: the lexemes whose
+ * positions the vectors need (the query's; ranking looks at no others), all when omitted.
+ */
+export async function fetchCandidates(
+  em: EntityManager, b: Boundary, m: Match, limit: number, tables?: Partial<Tables>, keep?: Promise<ReadonlySet<string>>,
+): Promise<Candidate[]> {
   const want: Tables = { records: b.includeSources, messages: b.includeMemory, claims: b.includeMemory, ...tables };
   const jobs: Promise<Candidate[]>[] = [];
-  const run = (sql: Sql, map: (r: Row, via: Match['type']) => Candidate) =>
-    bound<Row>(em, sql.text, sql.params).then((rows) => rows.map((r) => map(r, m.type)));
+  const run = (sql: Sql, map: (r: Row, via: Match['type'], keep?: ReadonlySet<string>) => Candidate) =>
+    bound<Row>(em, sql.text, sql.params).then(async (rows) => {
+      const k = await keep;
+      return rows.map((r) => map(r, m.type, k));
+    });
   if (want.records && b.includeSources) jobs.push(run(recordSql(b, m, limit), toRecord));
   if (want.messages && b.includeMemory) jobs.push(run(messageSql(b, m, limit), toMessage));
   if (want.claims && b.includeMemory) jobs.push(run(claimSql(b, m, limit), toClaim));

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound } from '../db/sql.ts';
 
@@ -34,6 +34,15 @@ export function citationKey(em: EntityManager): Promise<Buffer> {
   return key;
 }
 
+// createHmac and createCipheriv build a KeyObject from a Buffer key on every call, and a query seals
+// a handle per piece of evidence: each key's KeyObject is made once.
+const keyObjects = new WeakMap<Buffer, KeyObject>();
+function keyObject(key: Buffer): KeyObject {
+  let k = keyObjects.get(key);
+  if (!k) keyObjects.set(key, (k = createSecretKey(key)));
+  return k;
+}
+
 const uuidBytes = (id: string) => Buffer.from(id.replace(/-/g, ''), 'hex');
 const uuidText = (b: Buffer) => {
   const h = b.toString('hex');
@@ -43,8 +52,9 @@ const uuidText = (b: Buffer) => {
 export function sealCitation(key: Buffer, accountId: string, ref: CitedRef): string {
   const plain = Buffer.concat([Buffer.from([TABLE_CODE[ref.table]]), uuidBytes(ref.id)]);
   const aad = Buffer.from(accountId);
-  const iv = createHmac('sha256', key).update(aad).update(plain).digest().subarray(0, 12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const k = keyObject(key);
+  const iv = createHmac('sha256', k).update(aad).update(plain).digest().subarray(0, 12);
+  const cipher = createCipheriv('aes-256-gcm', k, iv);
   cipher.setAAD(aad);
   const body = Buffer.concat([cipher.update(plain), cipher.final()]);
   return `cit_${Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64url')}`;
@@ -56,7 +66,7 @@ export function openCitation(key: Buffer, accountId: string, handle: string): Ci
   const raw = Buffer.from(handle.slice(4), 'base64url');
   if (raw.length !== 12 + 17 + 16) return null;
   try {
-    const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+    const decipher = createDecipheriv('aes-256-gcm', keyObject(key), raw.subarray(0, 12));
     decipher.setAAD(Buffer.from(accountId));
     decipher.setAuthTag(raw.subarray(29));
     const plain = Buffer.concat([decipher.update(raw.subarray(12, 29)), decipher.final()]);

@@ -40,8 +40,11 @@ export function queryWords(text: string): string[] {
   return [...new Set(words(text).filter((w) => !isStopWord(w) && w.length > 1))].slice(0, MAX_QUERY_WORDS);
 }
 
+/** Whether a query word is matched as a prefix (accuracy's expansion: words of 5+ letters, no digits). */
+const asPrefix = (w: string, expand: boolean) => expand && w.length >= 5 && !/\d/.test(w);
+
 export function orQuery(ws: string[], expand: boolean): string {
-  return ws.map((w) => (expand && w.length >= 5 && !/\d/.test(w) ? `${w}:*` : w)).join(' | ');
+  return ws.map((w) => (asPrefix(w, expand) ? `${w}:*` : w)).join(' | ');
 }
 
 async function analyze(em: EntityManager, text: string): Promise<QueryTerms> {
@@ -72,8 +75,9 @@ async function statistics(em: EntityManager, accountId: string, lexemes: string[
     missing.length
       ? bound<{ lex: string; df: number }>(
           em,
-          `select l.lex, (select count(*) from (select 1 from record r where r.account_id = ? and r.tsv @@ quote_literal(l.lex)::tsquery
-              limit ${DF_CAP}) x)::int as df
+          // From the impact index: one row per batch of records holding the lexeme, not one per record.
+          `select l.lex, coalesce((select least(sum(cardinality(t.record_ids)), ${DF_CAP}) from record_term t
+              where t.account_id = ? and t.lexeme = l.lex collate "C"), 0)::int as df
              from unnest(?::text[]) l(lex)`,
           [accountId, missing],
         )
@@ -117,12 +121,13 @@ export async function retrieve(
     const ranked = rank(cands, terms, { docs: 1, df: new Map(), avgLength: 1 }, 'efficient');
     return { ranked, terms, candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
   }
-  const match: Match = { type: 'fts', tsquery: orQuery(ws, plan.expand) };
+  const match: Match = { type: 'fts', tsquery: orQuery(ws, plan.expand), words: ws, prefix: ws.map((w) => asPrefix(w, plan.expand)) };
   const needStats = strategy !== 'efficient';
   const analyzed = analyze(em, query);
+  const keep = analyzed.then((t) => new Set(t.lexemes));
   const [terms, first, stats0] = await Promise.all([
     analyzed,
-    fetchCandidates(em, boundary, match, plan.candidates, tables),
+    fetchCandidates(em, boundary, match, plan.candidates, tables, keep),
     needStats ? analyzed.then((t) => statistics(em, boundary.accountId, t.lexemes)) : Promise.resolve(null),
   ]);
   let cands = first;
@@ -136,7 +141,7 @@ export async function retrieve(
     const fuzzy = ws
       .filter((w) => w.length >= 4 && nameLike.has(w) && unmatched.some((l) => w.startsWith(l) || l.startsWith(w)))
       .slice(0, 2);
-    const extra = await Promise.all(fuzzy.map((term) => fetchCandidates(em, boundary, { type: 'trgm', term }, 20, tables)));
+    const extra = await Promise.all(fuzzy.map((term) => fetchCandidates(em, boundary, { type: 'trgm', term }, 20, tables, keep)));
     cands = cands.concat(extra.flat());
   }
   const stats = withAverageLength(stats0 ?? { docs: 1, df: new Map(), avgLength: 1 }, cands);

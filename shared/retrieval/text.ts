@@ -37,9 +37,11 @@ export type TsVector = { positions: Map<string, number[]>; length: number };
 
 /**
  * Parses `'lexeme':1,4A 'other':2` (the text form of a tsvector). A scanner rather than a regular
- * expression: retrieval parses every candidate's vector, and this is several times faster.
+ * expression: retrieval parses every candidate's vector, and this is several times faster. With
+ * `keep`, only those lexemes' positions are kept (ranking looks at the query's lexemes only) and the
+ * others are only counted into the length, which saves most of the allocation.
  */
-export function parseTsVector(text: string | null): TsVector {
+export function parseTsVector(text: string | null, keep?: ReadonlySet<string>): TsVector {
   const positions = new Map<string, number[]>();
   let length = 0;
   if (!text) return { positions, length };
@@ -61,7 +63,9 @@ export function parseTsVector(text: string | null): TsVector {
       j = q + 1;
       break;
     }
-    const pos: number[] = [];
+    const kept = !keep || keep.has(lexeme);
+    const pos: number[] | null = kept ? [] : null;
+    let count = 0;
     if (text.charCodeAt(j) === 58) {
       // `:` then positions separated by commas, each optionally followed by a weight letter A-D.
       let v = 0;
@@ -72,15 +76,15 @@ export function parseTsVector(text: string | null): TsVector {
           v = v * 10 + (c - 48);
           digits = true;
         } else if (c === 44 || (c >= 65 && c <= 68)) {
-          if (digits) pos.push(v);
+          if (digits) count = pos ? pos.push(v) : count + 1;
           v = 0;
           digits = false;
         } else break;
       }
-      if (digits) pos.push(v);
+      if (digits) count = pos ? pos.push(v) : count + 1;
     }
-    positions.set(lexeme, pos);
-    length += Math.max(1, pos.length);
+    if (pos) positions.set(lexeme, pos);
+    length += Math.max(1, count);
     i = text.indexOf("'", j);
   }
   return { positions, length };

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { loadConfig } from '../../shared/config.ts';
+import { bound } from '../../shared/db/sql.ts';
 import { AppError } from '../../shared/errors.ts';
 import { getBalance, lockBalance, verifyLedger } from '../../shared/metering/ledger.ts';
 import { changeLimits } from '../../shared/metering/limits.ts';
@@ -89,6 +90,22 @@ describe('credit ledger', () => {
     await expect(
       db.orm.em.fork().getConnection().execute('update credit_ledger set amount = 99 where account_id = ?', [id]),
     ).rejects.toThrow(/append-only/);
+  });
+
+  it('flushLater reserves and settles the same, committing its own transaction asynchronously only', async () => {
+    const id = await newAccount({ monthly: 10, onboarding: 0 });
+    const reservationId = randomUUID();
+    const setting = (em: typeof db.orm.em) => bound<{ s: string }>(em, "select current_setting('synchronous_commit') as s", []);
+    await db.orm.em.fork().transactional(async (tx) => {
+      await reserve(tx, { reservationId, accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 5, consumeQuota: false, flushLater: true });
+      expect((await setting(tx))[0]!.s).toBe('off');
+    });
+    // Local to that transaction: the pooled connections keep synchronous commits.
+    for (let i = 0; i < 3; i++) expect((await setting(db.orm.em.fork()))[0]!.s).toBe('on');
+    const s = await settle(db.orm.em.fork(), reservationId, 'completed', 2, undefined, true);
+    expect({ charged: s.charged, refunded: s.refunded }).toEqual({ charged: 3, refunded: 3 });
+    expect((await getBalance(db.orm.em.fork(), id)).monthly).toBe(7);
+    expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
   });
 
   it('settling twice (a retried activity) writes the charge and refund once', async () => {

@@ -20,6 +20,9 @@ describe('citation handles', () => {
     const h = sealCitation(key, account, ref);
     expect(h).toMatch(/^cit_[A-Za-z0-9_-]{60}$/);
     expect(sealCitation(key, account, ref)).toBe(h);
+    // The same key read again (another Buffer, as in another process) seals and opens the same handle.
+    expect(sealCitation(Buffer.from(key), account, ref)).toBe(h);
+    expect(openCitation(Buffer.from(key), account, h)).toEqual(ref);
     expect(h).not.toContain(ref.id.replace(/-/g, '').slice(0, 8));
     expect(openCitation(key, account, h)).toEqual(ref);
     expect(openCitation(key, randomUUID(), h)).toBeNull();
@@ -63,6 +66,13 @@ describe('ranking', () => {
     expect(v.length).toBe(7);
     expect(parseTsVector(null)).toEqual({ positions: new Map(), length: 0 });
     expect(parseTsVector("'unterminated:1").positions.size).toBe(0);
+  });
+
+  it('keeps only the asked lexemes\' positions, with the length of the whole vector', () => {
+    const text = "'it''s':1A,12 'a b':3B 'bare' '''':4,5C,6";
+    const v = parseTsVector(text, new Set(["'", 'absent']));
+    expect([...v.positions]).toEqual([["'", [4, 5, 6]]]);
+    expect(v.length).toBe(parseTsVector(text).length);
   });
 });
 

@@ -11,6 +11,7 @@ import { Migration0010MemorySlots } from './0010-memory-slots.ts';
 import { Migration0011MeteringFunctions } from './0011-metering-functions.ts';
 import { Migration0012RecordTrigramExcerpts } from './0012-record-trigram-excerpts.ts';
 import { Migration0013MemoryEventBatches } from './0013-memory-event-batches.ts';
+import { Migration0014RecordTerms } from './0014-record-terms.ts';
 import { Migration0015RecordLexicon } from './0015-record-lexicon.ts';
 import { Migration0016MemoryWriteFunction } from './0016-memory-write-function.ts';
 
@@ -34,7 +35,7 @@ export const migrationsList = [
   { name: '0011-metering-functions', class: Migration0011MeteringFunctions },
   { name: '0012-record-trigram-excerpts', class: Migration0012RecordTrigramExcerpts },
   { name: '0013-memory-event-batches', class: Migration0013MemoryEventBatches },
-  // 0014 is reserved for the query work.
+  { name: '0014-record-terms', class: Migration0014RecordTerms },
   { name: '0015-record-lexicon', class: Migration0015RecordLexicon },
   { name: '0016-memory-write-function', class: Migration0016MemoryWriteFunction },
 ];

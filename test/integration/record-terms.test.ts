@@ -1,0 +1,136 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Migration0014RecordTerms } from '../../shared/db/migrations/0014-record-terms.ts';
+import { bound } from '../../shared/db/sql.ts';
+import { buildSourceRecords, deleteSourceRecords } from '../../shared/ingest/process.ts';
+import type { Boundary } from '../../shared/retrieval/boundary.ts';
+import { fetchCandidates, type Match } from '../../shared/retrieval/candidates.ts';
+import { orQuery, queryWords } from '../../shared/retrieval/retrieve.ts';
+import { createTestAccount } from '../helpers/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+
+// The impact index of source records (record_term, migration 0014): the first stage ranks records by
+// it exactly as ts_rank over their tsvectors would, within the boundary, and it follows the records
+// through ingest, source deletion and account deletion.
+
+let db: TestDatabase;
+let A: string;
+let B: string;
+const sources: string[] = [];
+
+const DOCS = [
+  '# Harbour survey\n\nThe harbour survey team counted terns and gulls on the island each morning. Terns nest on the shingle; ' +
+    'gulls nest on the cliffs.\n\nThe survey budget for the harbour station was twelve thousand euros.\n',
+  '# Migration notes\n\nCurlews migrate south in autumn along the coast. The migration route follows the river valley, ' +
+    'and curlew counts peak in October.\n\nSurveyors record migrating curlews, terns and plovers at dawn.\n',
+  '# Board minutes\n\nThe board reviewed the annual budget. The survey grant was renewed; the harbour station budget was cut. ' +
+    'Surveys of the island continue every spring.\n',
+];
+
+/** Stores a Markdown document as an upload and runs the real build step (records and impact rows). */
+async function ingest(accountId: string, text: string): Promise<string> {
+  const em = db.orm.em.fork();
+  const id = randomUUID();
+  const bytes = Buffer.from(text);
+  await bound(em, `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, filename, content_type, dated_at)
+    values (?, ?, 'file', 'queued', ?, ?, 'doc.md', 'text/markdown', current_date)`, [id, accountId, id, id]);
+  await bound(em, `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, 'text/markdown')`,
+    [id, accountId, bytes, createHash('sha256').update(bytes).digest('hex'), bytes.byteLength]);
+  await buildSourceRecords(em, id, null);
+  return id;
+}
+
+const boundary = (accountId: string, over: Partial<Boundary> = {}): Boundary => ({
+  accountId, audiences: null, includeSources: true, includeMemory: false, sourceIds: null, peerIds: null, sessionIds: null, agentId: null, ...over,
+});
+
+function fts(text: string, expand: boolean): Match {
+  const words = queryWords(text);
+  return { type: 'fts', tsquery: orQuery(words, expand), words, prefix: words.map((w) => expand && w.length >= 5) };
+}
+
+const termRows = async (where: string, params: unknown[]) =>
+  Number((await bound<{ n: string }>(db.orm.em.fork(), `select count(*) as n from record_term where ${where}`, params))[0]!.n);
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  A = (await createTestAccount(db.orm)).id;
+  B = (await createTestAccount(db.orm)).id;
+  for (const d of DOCS) sources.push(await ingest(A, d));
+  await ingest(B, DOCS[0]!);
+}, 60_000);
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('first stage over the impact index', () => {
+  it.each([
+    ['harbour survey budget', false],
+    ['where do terns and curlews nest', false],
+    ['surveys in the harbour', true],
+  ])('ranks the records matching "%s" (prefix %s) by ts_rank, every match, nothing else', async (text, expand) => {
+    const m = fts(text, expand);
+    const got = await fetchCandidates(db.orm.em.fork(), boundary(A), m, 1000);
+    const want = await bound<{ id: string; score: number }>(db.orm.em.fork(),
+      `select r.id, ts_rank(r.tsv, to_tsquery('english', ?), 1) as score from record r
+        where r.account_id = ? and r.tsv @@ to_tsquery('english', ?)`, [(m as { tsquery: string }).tsquery, A, (m as { tsquery: string }).tsquery]);
+    expect(want.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(got.map((c) => c.ref.id))).toEqual(new Set(want.map((w) => w.id)));
+    const score = new Map(want.map((w) => [w.id, Number(w.score)]));
+    for (const c of got) expect(c.firstScore).toBeCloseTo(score.get(c.ref.id)!, 5);
+    // Best first, and the limit keeps the best.
+    const best = [...want].sort((a, b) => b.score - a.score)[0]!;
+    const [top] = await fetchCandidates(db.orm.em.fork(), boundary(A), m, 1);
+    expect(top!.firstScore).toBeCloseTo(best.score, 5);
+  });
+
+  it('keeps to the boundary: the account, active sources, selected sources and audiences', async () => {
+    const m = fts('harbour survey budget curlew migration', false);
+    const all = await fetchCandidates(db.orm.em.fork(), boundary(A), m, 1000);
+    const own = new Set((await bound<{ id: string }>(db.orm.em.fork(), 'select id from record where account_id = ?', [A])).map((r) => r.id));
+    for (const c of all) expect(own.has(c.ref.id)).toBe(true);
+    const selected = await fetchCandidates(db.orm.em.fork(), boundary(A, { sourceIds: [sources[1]!] }), m, 1000);
+    expect(selected.length).toBeGreaterThan(0);
+    for (const c of selected) expect(c.origin).toMatchObject({ type: 'source', sourceId: sources[1] });
+    await bound(db.orm.em.fork(), "update source set audience = 'ops' where id = ?", [sources[0]]);
+    const ops = await fetchCandidates(db.orm.em.fork(), boundary(A, { audiences: ['ops'] }), m, 1000);
+    expect(ops.length).toBeGreaterThan(0);
+    for (const c of ops) expect(c.origin).toMatchObject({ sourceId: sources[0], audience: 'ops' });
+    await bound(db.orm.em.fork(), "update source set status = 'quarantined' where id = ?", [sources[0]]);
+    const active = await fetchCandidates(db.orm.em.fork(), boundary(A), m, 1000);
+    expect(active.length).toBeGreaterThan(0);
+    for (const c of active) expect(c.origin).not.toMatchObject({ sourceId: sources[0] });
+    await bound(db.orm.em.fork(), "update source set status = 'active', audience = null where id = ?", [sources[0]]);
+  });
+});
+
+describe('impact rows follow the records', () => {
+  it('the migration builds the same rows from stored records as ingest writes', async () => {
+    const snapshot = `select t.account_id, t.source_id, t.lexeme, e.id, e.impact from record_term t, unnest(t.record_ids, t.impacts) e(id, impact)
+      order by 1, 2, 3, 4`;
+    const before = await bound(db.orm.em.fork(), snapshot, []);
+    const migration = new Migration0014RecordTerms(null as never, null as never);
+    migration.up();
+    const backfill = migration.getQueries().map((q) => String(q)).find((q) => q.trim().startsWith('insert into record_term'))!;
+    await db.orm.em.fork().transactional(async (tx) => {
+      await bound(tx, 'delete from record_term', []);
+      await bound(tx, backfill.replace(/;\s*$/, ''), []);
+    });
+    expect(await bound(db.orm.em.fork(), snapshot, [])).toEqual(before);
+  });
+
+  it('source deletion removes a source\'s rows; account deletion removes the rest', async () => {
+    const source = await ingest(A, '# Xylophonist log\n\nThe xylophonist counted chicks on the northern spit.\n');
+    expect(await termRows('source_id = ?', [source])).toBeGreaterThan(0);
+    const deletion = randomUUID();
+    await bound(db.orm.em.fork(), `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, source_id)
+      values (?, ?, 'source_deletion', 'queued', ?, ?, ?)`, [deletion, A, deletion, deletion, source]);
+    await deleteSourceRecords(db.orm.em.fork(), deletion);
+    expect(await termRows('source_id = ?', [source])).toBe(0);
+    expect(await fetchCandidates(db.orm.em.fork(), boundary(A), fts('xylophonist', false), 10)).toEqual([]);
+    expect(await termRows('account_id = ?', [B])).toBeGreaterThan(0);
+    await bound(db.orm.em.fork(), 'delete from account where id = ?', [B]);
+    expect(await termRows('account_id = ?', [B])).toBe(0);
+  });
+});
