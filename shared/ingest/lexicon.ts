@@ -6,13 +6,20 @@ import { bound } from '../db/sql.ts';
 // evidence itself is then found through the records' full-text index, inside the query's boundary.
 
 const WORD = /[\p{L}\p{N}]+/gu;
+const LETTER = /\p{L}/u;
 /** Shorter words are never within trigram similarity of the four-letter-or-longer names looked up. */
 const MIN_WORD = 3;
+/** Words per INSERT: a large document's vocabulary travels in bounded statements. */
+const INSERT_CHUNK = 20_000;
 
-/** Distinct lower-cased words of `texts`, sorted (concurrent inserts then take their locks in one order). */
+/**
+ * Distinct lower-cased words of `texts`, sorted (concurrent inserts then take their locks in one
+ * order). Only tokens with a letter: near spellings are looked up for names, and a document of
+ * numbered lines or figures would otherwise add every number (the full-text index finds those exactly).
+ */
 export function lexiconWords(texts: string[]): string[] {
   const words = new Set<string>();
-  for (const t of texts) for (const w of t.toLowerCase().match(WORD) ?? []) if (w.length >= MIN_WORD) words.add(w);
+  for (const t of texts) for (const w of t.toLowerCase().match(WORD) ?? []) if (w.length >= MIN_WORD && LETTER.test(w)) words.add(w);
   return [...words].sort();
 }
 
@@ -22,6 +29,8 @@ export function lexiconWords(texts: string[]): string[] {
  * uncommitted words while they store records.
  */
 export async function addToLexicon(em: EntityManager, accountId: string, words: string[]): Promise<void> {
-  if (words.length === 0) return;
-  await bound(em, 'insert into record_lexicon (account_id, word) select ?, w from unnest(?::text[]) as w on conflict do nothing', [accountId, words]);
+  for (let i = 0; i < words.length; i += INSERT_CHUNK) {
+    await bound(em, 'insert into record_lexicon (account_id, word) select ?, w from unnest(?::text[]) as w on conflict do nothing',
+      [accountId, words.slice(i, i + INSERT_CHUNK)]);
+  }
 }

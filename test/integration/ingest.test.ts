@@ -234,11 +234,12 @@ describe('live ingest', () => {
   });
 
   it('stored excerpts add their words to the account lexicon, where a misspelt name finds its excerpt', async () => {
-    const r = await call('POST', '/v1/ingest/file', file('heron.md', 'text/markdown', '# Heron\n\nThe lighthouse of Quillmarsh7 stands on a basalt cape.\n', live({})));
+    const r = await call('POST', '/v1/ingest/file', file('heron.md', 'text/markdown', '# Heron\n\nThe lighthouse of Quillmarsh7 stands on a basalt cape, 4711 steps high.\n', live({})));
     expect((await waitJob(r.body.job.id)).status).toBe('succeeded');
     const words = await sql<{ word: string }>('select word from record_lexicon where account_id = ? order by word', [accountId]);
     expect(words.map((w) => w.word)).toEqual(expect.arrayContaining(['basalt', 'lighthouse', 'quillmarsh7']));
     expect(words.map((w) => w.word)).not.toContain('of'); // shorter than any name looked up
+    expect(words.map((w) => w.word)).not.toContain('4711'); // no letter: numbers are found exactly, never spelt near
 
     const ask = async (bearer: string) => (await call('POST', '/v1/query',
       { mode: 'evidence', preset: 'accuracy', query: 'Where is Quilmarsh7?', idempotencyKey: `q-${randomUUID()}` }, bearer)).body;

@@ -18,10 +18,11 @@ export class Migration0015RecordLexicon extends Migration {
       primary key (account_id, word)
     );`);
     this.addSql('create index record_lexicon_trgm_idx on record_lexicon using gin(word gin_trgm_ops);');
-    // The same words lexiconWords() takes: lower-cased runs of letters and digits, three or more long.
+    // The same words lexiconWords() takes: lower-cased runs of letters and digits, three or more long,
+    // with at least one letter.
     this.addSql(`insert into record_lexicon (account_id, word)
       select distinct r.account_id, w from record r, regexp_split_to_table(lower(r.text), '[^[:alnum:]]+') w
-       where r.kind = 'excerpt' and length(w) >= 3
+       where r.kind = 'excerpt' and length(w) >= 3 and w ~ '[[:alpha:]]'
       on conflict do nothing;`);
     this.addSql('drop index if exists record_excerpt_trgm_idx;');
   }
