@@ -68,7 +68,7 @@ export async function queueStatus(em: Em, accountId: string) {
  */
 // cairn_add_messages (migration 0016) notifies this channel by its literal name.
 export const MEMORY_EVENT_CHANNEL = 'cairn_memory_event';
-export const NOTIFY_QUEUED = `select pg_notify('${MEMORY_EVENT_CHANNEL}', '')`;
+const NOTIFY_QUEUED = `select pg_notify('${MEMORY_EVENT_CHANNEL}', '')`;
 
 /**
  * Requests the asynchronous deletion of a peer or session. While one deletion of the same thing is
