@@ -113,6 +113,7 @@ const envSchema = z.object({
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
   QUERY_IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24),
+  QUERY_INDEX_MAX_MB: z.coerce.number().int().min(0).max(1_048_576).default(256),
   ANSWER_PROVIDER: z.enum(['builtin', 'openai', 'disabled']).default('builtin'),
   ANSWER_PROVIDER_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   ANSWER_PROVIDER_MODEL: optionalString,
@@ -187,7 +188,7 @@ export type Config = {
   /** Prometheus metrics: bearer token for the API's /metrics (unset = loopback clients only); worker port (0 = off). */
   ops: { metricsToken: string | undefined; workerMetricsPort: number };
   /** Query: how long stored operations replay (then idempotency_expired), and the answer provider. */
-  query: { idempotencyRetentionMs: number; answer: AnswerConfig };
+  query: { idempotencyRetentionMs: number; answer: AnswerConfig; indexMaxBytes: number };
   /** Native memory: the optional OpenAI-compatible claim deriver (null = the built-in rules). */
   memory: { deriver: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number } | null };
   accountDefaults: {
@@ -286,6 +287,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     ops: { metricsToken: e.METRICS_TOKEN, workerMetricsPort: e.WORKER_METRICS_PORT },
     query: {
       idempotencyRetentionMs: e.QUERY_IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
+      indexMaxBytes: e.QUERY_INDEX_MAX_MB * 1024 * 1024,
       answer:
         e.ANSWER_PROVIDER === 'openai'
           ? {

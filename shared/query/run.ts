@@ -11,6 +11,7 @@ import { resolveBoundary, type Boundary } from '../retrieval/boundary.ts';
 import { fetchCited } from '../retrieval/candidates.ts';
 import { citationKey, openCitation } from '../retrieval/citations.ts';
 import { retrieve, type Retrieval } from '../retrieval/retrieve.ts';
+import type { TermIndex } from '../retrieval/term-index.ts';
 import { abandonOperation, beginOperation, completeOperation, requestHash } from './operations.ts';
 import { assemble, type Assembled } from './result.ts';
 
@@ -24,6 +25,8 @@ export type QueryDeps = {
   answer: AnswerConfig;
   logger: Logger;
   requestId: string;
+  /** This process's in-memory impact index; absent = PostgreSQL ranks every query's source records. */
+  termIndex?: TermIndex;
 };
 
 export type QueryResponse = { result: QueryResult; headers: Record<string, string> };
@@ -102,7 +105,7 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
         // A retrieval failure throws as is: everything is refunded (cost 0).
         const retrieval = req.citationHandle
           ? await citationLookup(deps, boundary, req.citationHandle)
-          : await retrieve(deps.em, boundary, req.query, preset);
+          : await retrieve(deps.em, boundary, req.query, preset, { index: deps.termIndex });
         try {
           const key = await citationKey(deps.em);
           const assembled = assemble({ req, preset, retrieval, boundary, key, accountId: principal.accountId });

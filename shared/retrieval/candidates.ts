@@ -22,7 +22,12 @@ export type Match =
   | ({ type: 'fts'; tsquery: string } & TermMatch)
   | { type: 'trgm'; term: string }
   | { type: 'recent' }
-  | { type: 'ids'; ids: string[] };
+  | { type: 'ids'; ids: string[] }
+  /** Source records already ranked by the in-memory impact index (term-index.ts): fetched, not searched. */
+  | { type: 'scored'; ids: string[]; scores: number[] };
+
+/** How a candidate was found. */
+export type Via = Exclude<Match['type'], 'scored'>;
 
 type SourceOrigin = {
   type: 'source'; sourceId: string; title: string | null; url: string | null; filename: string | null; datedAt: string | null;
@@ -47,7 +52,7 @@ export type Candidate = {
   vector: TsVector;
   /** First-stage score: ts_rank, or word similarity for trigram matches. */
   firstScore: number;
-  via: Match['type'];
+  via: Via;
   /** When the content was dated (source date, message time, claim validity start). */
   date: Date;
   authority: string | null;
@@ -71,6 +76,8 @@ function matchSql(m: Match, alias: string, textCol: string, idCol = `${alias}.id
     case 'recent':
       return { from: '', score: '0', where: 'true', params: { from: [], where: [] } };
     case 'ids':
+      return { from: '', score: '0', where: `${idCol} = any(?::uuid[])`, params: { from: [], where: [m.ids] } };
+    case 'scored':
       return { from: '', score: '0', where: `${idCol} = any(?::uuid[])`, params: { from: [], where: [m.ids] } };
   }
 }
@@ -109,6 +116,14 @@ function recordSql(b: Boundary, m: Match, limit: number): Sql {
   if (m.type === 'fts') {
     const hit = recordTermHit(b.accountId, m, { where: sourceWhere, params }, limit);
     return { text: `${hit.text} ${RECORD_SELECT}`, params: hit.params };
+  }
+  if (m.type === 'scored') {
+    // The boundary is applied again here: the in-memory ranking never decides what may be returned.
+    return {
+      text: `with hit as (select * from unnest(?::uuid[], ?::real[]) h(id, score)) ${RECORD_SELECT}
+        where r.account_id = ? and ${sourceWhere.join(' and ')}`,
+      params: [m.ids, m.scores, b.accountId, ...params],
+    };
   }
   const where = ['r.account_id = ?', ...sourceWhere];
   if (m.type === 'trgm') return nearWordSql(b.accountId, m.term, where, [b.accountId, ...params], RECORD_SELECT, limit);
@@ -178,7 +193,7 @@ type Row = Record<string, unknown> & { id: string; text: string; tsv: string | n
 const iso = (d: unknown) => new Date(d as string).toISOString();
 const normHash = (t: string) => createHash('sha256').update(t.normalize('NFC').replace(/\s+/g, ' ').trim()).digest('hex');
 
-function toRecord(r: Row, via: Match['type'], keep?: ReadonlySet<string>): Candidate {
+function toRecord(r: Row, via: Via, keep?: ReadonlySet<string>): Candidate {
   return {
     ref: { table: 'record', id: r.id }, kind: r.kind as EvidenceKind, text: r.text, contentHash: r.content_hash as string,
     vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.dated as string), authority: null,
@@ -191,7 +206,7 @@ function toRecord(r: Row, via: Match['type'], keep?: ReadonlySet<string>): Candi
   };
 }
 
-function toMessage(r: Row, via: Match['type'], keep?: ReadonlySet<string>): Candidate {
+function toMessage(r: Row, via: Via, keep?: ReadonlySet<string>): Candidate {
   return {
     ref: { table: 'message', id: r.id }, kind: 'message', text: r.text, contentHash: r.content_hash as string,
     vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.created_at as string), authority: null,
@@ -203,7 +218,7 @@ function toMessage(r: Row, via: Match['type'], keep?: ReadonlySet<string>): Cand
   };
 }
 
-function toClaim(r: Row, via: Match['type'], keep?: ReadonlySet<string>): Candidate {
+function toClaim(r: Row, via: Via, keep?: ReadonlySet<string>): Candidate {
   return {
     ref: { table: 'claim', id: r.id }, kind: 'claim', text: r.text, contentHash: normHash(r.text),
     vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
@@ -225,10 +240,12 @@ export async function fetchCandidates(
 ): Promise<Candidate[]> {
   const want: Tables = { records: b.includeSources, messages: b.includeMemory, claims: b.includeMemory, ...tables };
   const jobs: Promise<Candidate[]>[] = [];
-  const run = (sql: Sql, map: (r: Row, via: Match['type'], keep?: ReadonlySet<string>) => Candidate) =>
+  // Records ranked in memory were found by full text, as the SQL path finds them.
+  const via: Via = m.type === 'scored' ? 'fts' : m.type;
+  const run = (sql: Sql, map: (r: Row, via: Via, keep?: ReadonlySet<string>) => Candidate) =>
     bound<Row>(em, sql.text, sql.params).then(async (rows) => {
       const k = await keep;
-      return rows.map((r) => map(r, m.type, k));
+      return rows.map((r) => map(r, via, k));
     });
   if (want.records && b.includeSources) jobs.push(run(recordSql(b, m, limit), toRecord));
   if (want.messages && b.includeMemory) jobs.push(run(messageSql(b, m, limit), toMessage));

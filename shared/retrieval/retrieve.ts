@@ -1,8 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
-import { fetchCandidates, type Candidate, type Match } from './candidates.ts';
+import { fetchCandidates, type Candidate, type Match, type Tables } from './candidates.ts';
 import { rank, type QueryTerms, type Scored, type Stats, type Strategy } from './ranking.ts';
+import type { IndexTerm, TermIndex } from './term-index.ts';
 import { isStopWord, parseTsVector, words } from './text.ts';
 
 /**
@@ -47,11 +48,41 @@ export function orQuery(ws: string[], expand: boolean): string {
   return ws.map((w) => (asPrefix(w, expand) ? `${w}:*` : w)).join(' | ');
 }
 
-async function analyze(em: EntityManager, text: string): Promise<QueryTerms> {
-  const [row] = await bound<{ qv: string }>(em, "select to_tsvector('english', ?)::text as qv", [text]);
+type Analyzed = QueryTerms & {
+  /** For the in-memory index: the account's record_index_version and each query word's lexemes. */
+  version: string;
+  wordLexemes: string[][];
+};
+
+async function analyze(em: EntityManager, text: string, accountId: string, ws: string[]): Promise<Analyzed> {
+  const [row] = await bound<{ qv: string; version: string; wl: string[][] | null }>(
+    em,
+    `select to_tsvector('english', ?)::text as qv,
+            coalesce((select version from record_index_version where account_id = ?), 0)::text as version,
+            (select json_agg(tsvector_to_array(to_tsvector('english', w.word)) order by w.n)
+               from unnest(?::text[]) with ordinality w(word, n)) as wl`,
+    [text, accountId, ws],
+  );
   const v = parseTsVector(row?.qv ?? null);
   const lexemes = [...v.positions.entries()].sort((a, b) => Math.min(...a[1]) - Math.min(...b[1])).map(([l]) => l);
-  return { lexemes, positions: v.positions };
+  return { lexemes, positions: v.positions, version: row?.version ?? '', wordLexemes: row?.wl ?? [] };
+}
+
+/**
+ * Source-record candidates ranked by the in-memory index when this process holds the account's
+ * current copy, else by PostgreSQL (the copy's refresh then starts in the background).
+ */
+async function indexedRecords(
+  em: EntityManager, index: TermIndex, b: Boundary, match: Extract<Match, { type: 'fts' }>, limit: number,
+  analyzed: Promise<Analyzed>, keep: Promise<ReadonlySet<string>>,
+): Promise<Candidate[]> {
+  const records: Partial<Tables> = { records: true, messages: false, claims: false };
+  const a = await analyzed;
+  const terms: IndexTerm[] = match.words.flatMap((_, i) => (a.wordLexemes[i] ?? []).map((lexeme) => ({ lexeme, prefix: match.prefix[i]! })));
+  const top = index.top(b, a.version, terms, limit);
+  if (!top) return fetchCandidates(em, b, match, limit, records, keep);
+  if (!top.ids.length) return [];
+  return fetchCandidates(em, b, { type: 'scored', ids: top.ids, scores: top.scores }, limit, records, keep);
 }
 
 // Document frequencies change slowly and only steer ranking (never what is authorized), so each API
@@ -108,7 +139,7 @@ export async function retrieve(
   boundary: Boundary,
   query: string | undefined,
   strategy: Strategy,
-  opts: { recordsOnly?: boolean } = {},
+  opts: { recordsOnly?: boolean; index?: TermIndex } = {},
 ): Promise<Retrieval> {
   const started = performance.now();
   const plan = PLANS[strategy];
@@ -121,13 +152,19 @@ export async function retrieve(
     const ranked = rank(cands, terms, { docs: 1, df: new Map(), avgLength: 1 }, 'efficient');
     return { ranked, terms, candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
   }
-  const match: Match = { type: 'fts', tsquery: orQuery(ws, plan.expand), words: ws, prefix: ws.map((w) => asPrefix(w, plan.expand)) };
+  const match: Extract<Match, { type: 'fts' }> = { type: 'fts', tsquery: orQuery(ws, plan.expand), words: ws, prefix: ws.map((w) => asPrefix(w, plan.expand)) };
   const needStats = strategy !== 'efficient';
-  const analyzed = analyze(em, query);
+  const analyzed = analyze(em, query, boundary.accountId, ws);
   const keep = analyzed.then((t) => new Set(t.lexemes));
+  const candidates = opts.index && boundary.includeSources
+    ? Promise.all([
+      indexedRecords(em, opts.index, boundary, match, plan.candidates, analyzed, keep),
+      fetchCandidates(em, boundary, match, plan.candidates, { ...tables, records: false }, keep),
+    ]).then((parts) => parts.flat())
+    : fetchCandidates(em, boundary, match, plan.candidates, tables, keep);
   const [terms, first, stats0] = await Promise.all([
     analyzed,
-    fetchCandidates(em, boundary, match, plan.candidates, tables, keep),
+    candidates,
     needStats ? analyzed.then((t) => statistics(em, boundary.accountId, t.lexemes)) : Promise.resolve(null),
   ]);
   let cands = first;

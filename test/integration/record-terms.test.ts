@@ -1,13 +1,14 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Migration0014RecordTerms } from '../../shared/db/migrations/0014-record-terms.ts';
 import { bound } from '../../shared/db/sql.ts';
-import { buildSourceRecords, deleteSourceRecords } from '../../shared/ingest/process.ts';
+import { deleteSourceRecords } from '../../shared/ingest/process.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';
 import { fetchCandidates, type Match } from '../../shared/retrieval/candidates.ts';
 import { orQuery, queryWords } from '../../shared/retrieval/retrieve.ts';
 import { createTestAccount } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { ingestMarkdown } from '../helpers/source-rows.ts';
 
 // The impact index of source records (record_term, migration 0014): the first stage ranks records by
 // it exactly as ts_rank over their tsvectors would, within the boundary, and it follows the records
@@ -27,18 +28,7 @@ const DOCS = [
     'Surveys of the island continue every spring.\n',
 ];
 
-/** Stores a Markdown document as an upload and runs the real build step (records and impact rows). */
-async function ingest(accountId: string, text: string): Promise<string> {
-  const em = db.orm.em.fork();
-  const id = randomUUID();
-  const bytes = Buffer.from(text);
-  await bound(em, `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, filename, content_type, dated_at)
-    values (?, ?, 'file', 'queued', ?, ?, 'doc.md', 'text/markdown', current_date)`, [id, accountId, id, id]);
-  await bound(em, `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, 'text/markdown')`,
-    [id, accountId, bytes, createHash('sha256').update(bytes).digest('hex'), bytes.byteLength]);
-  await buildSourceRecords(em, id, null);
-  return id;
-}
+const ingest = (accountId: string, text: string, filename?: string) => ingestMarkdown(db.orm, accountId, text, filename);
 
 const boundary = (accountId: string, over: Partial<Boundary> = {}): Boundary => ({
   accountId, audiences: null, includeSources: true, includeMemory: false, sourceIds: null, peerIds: null, sessionIds: null, agentId: null, ...over,

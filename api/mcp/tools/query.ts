@@ -44,7 +44,7 @@ export const queryContextTool = defineTool({
   async run(ctx, raw) {
     const parsed = QueryRequest.safeParse({ ...raw, idempotencyKey: raw.idempotencyKey ?? `mcp-${randomUUID()}` });
     if (!parsed.success) throw validationError(parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; '));
-    const deps = queryDeps(ctx.deps.config, ctx.deps.temporal, { em: ctx.em, log: ctx.log, id: randomUUID() });
+    const deps = queryDeps(ctx.deps, { em: ctx.em, log: ctx.log, id: randomUUID() });
     const { result } = await runQuery(deps, ctx.principal, parsed.data);
     return { data: result as unknown as Record<string, unknown>, text: forModel(result) };
   },

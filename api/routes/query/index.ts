@@ -5,6 +5,7 @@ import type { Logger } from '../../../shared/logger.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { QueryRequest, QueryResult } from '../../../shared/contracts/query.ts';
 import { runQuery, type QueryDeps } from '../../../shared/query/run.ts';
+import type { TermIndex } from '../../../shared/retrieval/term-index.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 import { principalOf, type AuthRule } from '../../plugins/auth.ts';
 
@@ -19,8 +20,12 @@ const QUERY_AUTH: AuthRule = { accept: ['apiKey', 'cli'], scopes: ['query'] };
 const ACCOUNT_ANSWERS_AUTH: AuthRule = { accept: ['browser'] };
 
 /** The dependencies of one query, shared with the MCP tool. */
-export function queryDeps(config: Config, temporal: TemporalClientHandle, request: Pick<FastifyRequest, 'em' | 'log' | 'id'>): QueryDeps {
+export function queryDeps(
+  { config, temporal, termIndex }: QueryRouteOptions,
+  request: Pick<FastifyRequest, 'em' | 'log' | 'id'>,
+): QueryDeps {
   return {
+    termIndex,
     em: request.em,
     temporal: temporal.client,
     taskQueue: config.temporal.taskQueue,
@@ -33,14 +38,16 @@ export function queryDeps(config: Config, temporal: TemporalClientHandle, reques
   };
 }
 
-export const queryRoutes: FastifyPluginAsyncZod<{ config: Config; temporal: TemporalClientHandle }> = async (app, { config, temporal }) => {
+type QueryRouteOptions = { config: Config; temporal: TemporalClientHandle; termIndex?: TermIndex };
+
+export const queryRoutes: FastifyPluginAsyncZod<QueryRouteOptions> = async (app, options) => {
   const schema = (summary: string) => ({ tags: ['query'], summary, body: QueryRequest, response: { 200: QueryResult, ...errors } });
 
   app.post(
     '/v1/query',
     { config: { auth: QUERY_AUTH }, schema: schema('Evidence, prompt-ready context or a cited answer over sources and memory') },
     async (request, reply) => {
-      const r = await runQuery(queryDeps(config, temporal, request), principalOf(request), request.body);
+      const r = await runQuery(queryDeps(options, request), principalOf(request), request.body);
       return reply.headers(r.headers).send(r.result);
     },
   );
@@ -49,7 +56,7 @@ export const queryRoutes: FastifyPluginAsyncZod<{ config: Config; temporal: Temp
     '/v1/account/answers/query',
     { config: { auth: ACCOUNT_ANSWERS_AUTH }, schema: schema('The same query for the signed-in browser session (Console)') },
     async (request, reply) => {
-      const r = await runQuery(queryDeps(config, temporal, request), principalOf(request), request.body);
+      const r = await runQuery(queryDeps(options, request), principalOf(request), request.body);
       return reply.headers(r.headers).send(r.result);
     },
   );
