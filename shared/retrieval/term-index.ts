@@ -71,6 +71,28 @@ class Postings {
   }
 }
 
+/** `base` and `added`, both sorted by `key`, as one sorted array: a binary search per added item. */
+function mergeSorted<T>(base: T[], added: T[], key: (x: T) => string, cmp: (a: string, b: string) => number): T[] {
+  if (!base.length) return added;
+  const out: T[] = [];
+  let from = 0;
+  for (const x of added) {
+    const k = key(x);
+    let lo = from;
+    let hi = base.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cmp(key(base[mid]!), k) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = from; i < lo; i++) out.push(base[i]!);
+    out.push(x);
+    from = lo;
+  }
+  for (let i = from; i < base.length; i++) out.push(base[i]!);
+  return out;
+}
+
 function merge(segments: Segment[]): Segment {
   const n = segments.reduce((a, s) => a + s.docs.length, 0);
   const docs = new Int32Array(n);
@@ -100,9 +122,14 @@ class AccountTerms {
   readonly terms = new Map<string, Segment[]>();
   postings = 0;
   deadDocs = 0;
-  private sorted: string[] | null = null;
-  /** Each record's place in id order: ties are broken by id as in SQL, without comparing strings per match. */
-  private idRank: Int32Array | null = null;
+  /** Lexemes in bytewise order (prefix ranges), and those added since it was last brought up to date. */
+  private sorted: string[] = [];
+  private newLexemes: string[] = [];
+  /** Record indexes in id order, covering the first `ordered` records; and each record's place in it. */
+  private order = new Int32Array(0);
+  private ordered = 0;
+  /** Ties are broken by id as in SQL, by comparing these places instead of strings per match. */
+  private idRank = new Int32Array(0);
   private acc = new Float32Array(0);
   private touched = new Int32Array(0);
 
@@ -136,7 +163,6 @@ class AccountTerms {
     }
     this.docSource[idx] = source;
     this.sourceDocs[source]!++;
-    this.idRank = null;
     return idx;
   }
 
@@ -147,22 +173,32 @@ class AccountTerms {
       this.postings += seg.docs.length;
       if (!segments) {
         this.terms.set(lexeme, [seg]);
+        this.newLexemes.push(lexeme);
         continue;
       }
       segments.push(seg);
       if (segments.length > MAX_SEGMENTS) this.terms.set(lexeme, [merge(segments)]);
     }
-    this.sorted = null;
   }
 
-  /** Builds the lookup structures a load invalidated (done after a refresh, not in a query). */
+  /**
+   * Brings the orders up to date with what a load added (after a refresh, not in a query). Only the
+   * additions are sorted and merged in: a small ingest into a large account costs a binary search per
+   * new record and lexeme and one pass of integer copies, not a sort of everything held.
+   */
   prepare(): { sorted: string[]; idRank: Int32Array } {
-    this.sorted ??= [...this.terms.keys()].sort(byCodeUnit);
-    if (!this.idRank) {
+    if (this.newLexemes.length) {
+      this.sorted = mergeSorted(this.sorted, this.newLexemes.sort(byCodeUnit), (x) => x, byCodeUnit);
+      this.newLexemes = [];
+    }
+    const n = this.docIds.length;
+    if (this.ordered < n) {
       const ids = this.docIds;
-      const order = Int32Array.from(ids.keys()).sort((a, b) => byCodeUnit(ids[a]!, ids[b]!));
-      this.idRank = new Int32Array(ids.length);
-      for (let i = 0; i < order.length; i++) this.idRank[order[i]!] = i;
+      const added = Int32Array.from({ length: n - this.ordered }, (_, i) => this.ordered + i).sort((a, b) => byCodeUnit(ids[a]!, ids[b]!));
+      this.order = Int32Array.from(mergeSorted([...this.order], [...added], (d) => ids[d]!, byCodeUnit));
+      this.ordered = n;
+      this.idRank = new Int32Array(n);
+      for (let i = 0; i < n; i++) this.idRank[this.order[i]!] = i;
     }
     return { sorted: this.sorted, idRank: this.idRank };
   }
