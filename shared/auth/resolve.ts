@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import { SCOPES, type Preset, type Scope } from '../contracts/account.ts';
 import type { AccountState } from '../db/entities/index.ts';
+import { prepared } from '../db/sql.ts';
 import type { CredentialKind, Principal } from './principal.ts';
 import { API_KEY_PREFIX, CLI_TOKEN_PREFIX, digest } from './tokens.ts';
 
@@ -65,7 +66,8 @@ async function resolve(
   params: unknown[],
   onError: (err: unknown) => void,
 ): Promise<Principal | null> {
-  const [row] = await em.getConnection().execute<Row[]>(lookup.sql, params);
+  // On every authenticated request: a prepared statement, planned once per connection.
+  const [row] = await prepared<Row>(em, lookup.sql, params);
   if (!row) return null;
   if (!row.last_used || Date.now() - new Date(row.last_used).getTime() > TOUCH_AFTER_MS) {
     // Fire-and-forget: a last-used timestamp must never slow down or fail the request it describes.

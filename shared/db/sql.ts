@@ -1,4 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { createHash } from 'node:crypto';
+import type { EntityManager, PostgreSqlConnection } from '@mikro-orm/postgresql';
 import { CompiledQuery } from 'kysely';
 
 /**
@@ -9,12 +10,39 @@ import { CompiledQuery } from 'kysely';
  * order, so the SQL must not contain a literal `?`.
  */
 export async function bound<T = Record<string, unknown>>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
-  let n = 0;
-  const text = sql.replace(/\?/g, () => `$${++n}`);
-  if (n !== params.length) throw new Error(`bound(): ${n} placeholders but ${params.length} parameters`);
+  const text = numbered(sql, params);
   const ctx = em.getTransactionContext<{ executeQuery: (q: CompiledQuery) => Promise<{ rows: unknown[] }> }>();
   const client = ctx ?? (em.getConnection().getClient() as unknown as { executeQuery: (q: CompiledQuery) => Promise<{ rows: unknown[] }> });
   const res = await client.executeQuery(CompiledQuery.raw(text, params));
+  return res.rows as T[];
+}
+
+function numbered(sql: string, params: unknown[]): string {
+  let n = 0;
+  const text = sql.replace(/\?/g, () => `$${++n}`);
+  if (n !== params.length) throw new Error(`bound(): ${n} placeholders but ${params.length} parameters`);
+  return text;
+}
+
+const preparedNames = new Map<string, string>();
+
+/**
+ * `bound` for a hot statement whose text takes few forms (each query runs a handful of them): sent as
+ * a named prepared statement, so each pooled connection parses and plans it once instead of on every
+ * call (planning cost more than running for the small memory tables' candidate queries). Inside a
+ * transaction it is an ordinary `bound` call. Only for texts built from code, never from input: each
+ * distinct text is one prepared statement per connection.
+ */
+export async function prepared<T = Record<string, unknown>>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
+  if (em.getTransactionContext()) return bound<T>(em, sql, params);
+  const text = numbered(sql, params);
+  let name = preparedNames.get(text);
+  if (!name) {
+    name = `cairn_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    preparedNames.set(text, name);
+  }
+  const pool = await (em.getConnection() as unknown as PostgreSqlConnection).getNativeClient();
+  const res = await pool.query({ name, text, values: params });
   return res.rows as T[];
 }
 

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound } from '../db/sql.ts';
+import { bound, prepared } from '../db/sql.ts';
 import { AppError } from '../errors.ts';
 
 /**
@@ -36,10 +36,15 @@ export async function beginOperation(
   input: { accountId: string; idempotencyKey: string; requestHash: string; retentionMs: number },
 ): Promise<Begun> {
   const id = randomUUID();
-  const created = await bound<{ id: string }>(
+  // The claim commits without waiting for its disk flush (synchronous_commit off for this statement's
+  // transaction only): nothing is answered before the operation's completion, a synchronous commit
+  // that flushes this one with it (WAL is flushed in order). A crash before that loses at most a
+  // claim whose query answered nothing; the retry then starts anew.
+  const created = await prepared<{ id: string }>(
     em,
     `insert into query_operation (id, account_id, idempotency_key, request_hash, status)
-     values (?, ?, ?, ?, 'running') on conflict (account_id, idempotency_key) do nothing returning id`,
+     select ?, ?, ?, ?, 'running' from (select set_config('synchronous_commit', 'off', true)) c
+     on conflict (account_id, idempotency_key) do nothing returning id`,
     [id, input.accountId, input.idempotencyKey, input.requestHash],
   );
   if (created.length) return { kind: 'started', operationId: id };
@@ -71,7 +76,7 @@ export async function beginOperation(
 }
 
 export async function completeOperation(em: EntityManager, operationId: string, stored: StoredOperation): Promise<void> {
-  await bound(
+  await prepared(
     em,
     `update query_operation set status = 'completed', result = ?::jsonb, headers = ?::jsonb, completed_at = now() where id = ?`,
     [JSON.stringify(stored.result), JSON.stringify(stored.headers), operationId],

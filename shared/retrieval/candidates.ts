@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EvidenceKind } from '../contracts/query.ts';
-import { bound } from '../db/sql.ts';
+import { bound, prepared } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
 import type { CitedRef } from './citations.ts';
 import { recordTermHit, type TermMatch } from './terms.ts';
@@ -242,14 +242,17 @@ export async function fetchCandidates(
   const jobs: Promise<Candidate[]>[] = [];
   // Records ranked in memory were found by full text, as the SQL path finds them.
   const via: Via = m.type === 'scored' ? 'fts' : m.type;
-  const run = (sql: Sql, map: (r: Row, via: Via, keep?: ReadonlySet<string>) => Candidate) =>
-    bound<Row>(em, sql.text, sql.params).then(async (rows) => {
+  // The hot path's statements (full text over memory, records ranked in memory) take a few forms
+  // each and are prepared; the others are occasional.
+  const hot = m.type === 'scored' || m.type === 'fts';
+  const run = (sql: Sql, map: (r: Row, via: Via, keep?: ReadonlySet<string>) => Candidate, table: keyof Tables) =>
+    (hot && (table !== 'records' || m.type === 'scored') ? prepared<Row> : bound<Row>)(em, sql.text, sql.params).then(async (rows) => {
       const k = await keep;
       return rows.map((r) => map(r, via, k));
     });
-  if (want.records && b.includeSources) jobs.push(run(recordSql(b, m, limit), toRecord));
-  if (want.messages && b.includeMemory) jobs.push(run(messageSql(b, m, limit), toMessage));
-  if (want.claims && b.includeMemory) jobs.push(run(claimSql(b, m, limit), toClaim));
+  if (want.records && b.includeSources) jobs.push(run(recordSql(b, m, limit), toRecord, 'records'));
+  if (want.messages && b.includeMemory) jobs.push(run(messageSql(b, m, limit), toMessage, 'messages'));
+  if (want.claims && b.includeMemory) jobs.push(run(claimSql(b, m, limit), toClaim, 'claims'));
   return (await Promise.all(jobs)).flat();
 }
 

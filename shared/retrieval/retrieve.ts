@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound } from '../db/sql.ts';
+import { bound, prepared } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
 import { fetchCandidates, type Candidate, type Match, type Tables } from './candidates.ts';
 import { rank, type QueryTerms, type Scored, type Stats, type Strategy } from './ranking.ts';
@@ -55,7 +55,7 @@ type Analyzed = QueryTerms & {
 };
 
 async function analyze(em: EntityManager, text: string, accountId: string, ws: string[]): Promise<Analyzed> {
-  const [row] = await bound<{ qv: string; version: string; wl: string[][] | null }>(
+  const [row] = await prepared<{ qv: string; version: string; wl: string[][] | null }>(
     em,
     `select to_tsvector('english', ?)::text as qv,
             coalesce((select version from record_index_version where account_id = ?), 0)::text as version,
