@@ -328,20 +328,25 @@ class TopK {
   }
 }
 
-type Row = { id: string; source_id: string; lexemes: string[] | null; impacts: number[] | null };
+type Row = { id: string; source_id: string; lexemes: string | null; impacts: string | null };
+
+/** Separates lexemes in one string per record (PostgreSQL's parser never puts a control character in a lexeme). */
+const SEP = '\u001f';
 
 /** Loads the records of `sourceIds` into `into`, a page at a time from one cursor (one snapshot). */
 async function loadSources(em: EntityManager, into: AccountTerms, sourceIds: string[], sourceIdx: Map<string, number>): Promise<void> {
   const built = new Map<string, Postings>();
   await em.transactional(async (tx) => {
     // Each record's lexemes with their impacts computed by cairn_term_impact, exactly as the
-    // record_term rows were written (terms.ts recordTermRows).
+    // record_term rows were written (terms.ts recordTermRows). Joined into two strings rather than
+    // sent as arrays: splitting a string is native, parsing array literals in JavaScript was most of
+    // the load. A float4 prints as the shortest text that reads back as the same float4.
     await bound(tx, `declare cairn_term_load no scroll cursor for
       select r.id, r.source_id, t.lexemes, t.impacts
         from record r
         cross join lateral (select sum(coalesce(array_length(x.positions, 1), 1))::integer as len from unnest(r.tsv) x) l
-        cross join lateral (select array_agg(u.lexeme) as lexemes,
-                                   array_agg(cairn_term_impact(coalesce(array_length(u.positions, 1), 1), l.len)) as impacts
+        cross join lateral (select string_agg(u.lexeme, chr(31)) as lexemes,
+                                   string_agg(cairn_term_impact(coalesce(array_length(u.positions, 1), 1), l.len)::text, ',') as impacts
                               from unnest(r.tsv) u) t
        where r.source_id = any(?::uuid[])`, [sourceIds]);
     for (;;) {
@@ -349,11 +354,14 @@ async function loadSources(em: EntityManager, into: AccountTerms, sourceIds: str
       for (const r of rows) {
         if (!r.lexemes || !r.impacts) continue;
         const doc = into.addDoc(r.id, sourceIdx.get(r.source_id)!);
-        for (let i = 0; i < r.lexemes.length; i++) {
-          const lexeme = r.lexemes[i]!;
+        const lexemes = r.lexemes.split(SEP);
+        const impacts = r.impacts.split(',');
+        for (let i = 0; i < lexemes.length; i++) {
+          const lexeme = lexemes[i]!;
           let p = built.get(lexeme);
-          if (!p) built.set(lexeme, (p = new Postings()));
-          p.push(doc, Number(r.impacts[i]));
+          // A new key is copied: a substring of the record's string would keep all of it alive.
+          if (!p) built.set(Buffer.from(lexeme).toString(), (p = new Postings()));
+          p.push(doc, Number(impacts[i]));
         }
       }
       if (rows.length < LOAD_PAGE) break;
