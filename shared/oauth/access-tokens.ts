@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Scope } from '../contracts/account.ts';
 import type { AccountState } from '../db/entities/index.ts';
-import { bound } from '../db/sql.ts';
+import { bound, prepared } from '../db/sql.ts';
 import type { Principal } from '../auth/principal.ts';
 import { digest } from '../auth/tokens.ts';
 import type { ConnectedAppScope } from './connected-apps.ts';
@@ -43,7 +43,8 @@ export async function resolveOauthAccessToken(
   onError: (err: unknown) => void,
 ): Promise<Principal | null> {
   if (token.length < 20 || token.length > 512) return null;
-  const [row] = await bound<Row>(
+  // On every MCP request, like the API-key lookup: prepared, planned once per connection.
+  const [row] = await prepared<Row>(
     em,
     `select p.payload->'aud' as aud, (p.payload->>'iat')::bigint as iat, p.expires_at,
             a.id as account_id, a.email, a.display_name, a.state,
