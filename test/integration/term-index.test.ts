@@ -158,6 +158,34 @@ describe('boundary and freshness', () => {
   });
 });
 
+describe('queries while the copy is being refreshed', () => {
+  it('answer as PostgreSQL does while sources are added and removed underneath', async () => {
+    const C = (await createTestAccount(db.orm)).id;
+    const own = createTermIndex({ orm: db.orm, maxBytes: 64 * 1024 * 1024 });
+    const added: string[] = [];
+    for (const d of set.documents.slice(0, 10)) added.push(await ingest(C, d.text, d.filename));
+    expect(await own.warm(C)).toBe(true);
+    const questions = set.questions.slice(0, 12).map((q) => q.question);
+    for (let round = 0; round < 3; round++) {
+      // Change the account (one source in, one out), then query while the refresh runs.
+      added.push(await ingest(C, set.documents[10 + round]!.text, set.documents[10 + round]!.filename));
+      const gone = added.shift()!;
+      await bound(db.orm.em.fork(), "update source set status = 'quarantined' where id = ?", [gone]);
+      const refresh = own.warm(C);
+      const during = await Promise.all(questions.map((q) => retrieve(db.orm.em.fork(), boundary(C), q, 'accuracy', { index: own })));
+      await refresh;
+      const after = await Promise.all(questions.map((q) => retrieve(db.orm.em.fork(), boundary(C), q, 'accuracy', { index: own })));
+      for (const [i, q] of questions.entries()) {
+        const plain = await retrieve(db.orm.em.fork(), boundary(C), q, 'accuracy');
+        const ids = plain.ranked.slice(0, 10).map((c) => c.ref.id);
+        expect(during[i]!.ranked.slice(0, 10).map((c) => c.ref.id)).toEqual(ids);
+        expect(after[i]!.ranked.slice(0, 10).map((c) => c.ref.id)).toEqual(ids);
+        for (const c of after[i]!.ranked) expect(c.origin).not.toMatchObject({ sourceId: gone });
+      }
+    }
+  });
+});
+
 describe('memory budget', () => {
   it('an account that does not fit is left to PostgreSQL, and answers stay the same', async () => {
     const small = createTermIndex({ orm: db.orm, maxBytes: 10_000 });
