@@ -24,7 +24,7 @@ export type Match =
   | { type: 'recent' }
   | { type: 'ids'; ids: string[] }
   /** Source records already ranked by the in-memory impact index (term-index.ts): fetched, not searched. */
-  | { type: 'scored'; ids: string[]; scores: number[] };
+  | { type: 'scored'; ids: string[]; scores: number[]; lexemes?: string[][] };
 
 /** How a candidate was found. */
 export type Via = Exclude<Match['type'], 'scored'>;
@@ -119,8 +119,11 @@ function recordSql(b: Boundary, m: Match, limit: number): Sql {
   }
   if (m.type === 'scored') {
     // The boundary is applied again here: the in-memory ranking never decides what may be returned.
+    // With the records' query lexemes known (the efficient preset ranks without positions), their
+    // tsvectors are not sent.
+    const select = m.lexemes ? RECORD_SELECT.replace('r.tsv::text as tsv', 'null::text as tsv') : RECORD_SELECT;
     return {
-      text: `with hit as (select * from unnest(?::uuid[], ?::real[]) h(id, score)) ${RECORD_SELECT}
+      text: `with hit as (select * from unnest(?::uuid[], ?::real[]) h(id, score)) ${select}
         where r.account_id = ? and ${sourceWhere.join(' and ')}`,
       params: [m.ids, m.scores, b.accountId, ...params],
     };
@@ -232,6 +235,15 @@ function toClaim(r: Row, via: Via, keep?: ReadonlySet<string>): Candidate {
 export type Tables = { records: boolean; messages: boolean; claims: boolean };
 
 /**
+ * The vector of a record fetched without its tsvector: the query lexemes it holds, without positions
+ * or length (what ranking without positions, the efficient preset, and the matched-terms report use).
+ */
+function knownVector(m: Extract<Match, { type: 'scored' }>, id: string, keep?: ReadonlySet<string>): TsVector {
+  const lexemes = m.lexemes![m.ids.indexOf(id)] ?? [];
+  return { positions: new Map(lexemes.filter((l) => !keep || keep.has(l)).map((l) => [l, []])), length: 0 };
+}
+
+/**
  * Candidates from every table the boundary includes, fetched concurrently. `keep`: the lexemes whose
  * positions the vectors need (the query's; ranking looks at no others), all when omitted.
  */
@@ -248,7 +260,9 @@ export async function fetchCandidates(
   const run = (sql: Sql, map: (r: Row, via: Via, keep?: ReadonlySet<string>) => Candidate, table: keyof Tables) =>
     (hot && (table !== 'records' || m.type === 'scored') ? prepared<Row> : bound<Row>)(em, sql.text, sql.params).then(async (rows) => {
       const k = await keep;
-      return rows.map((r) => map(r, via, k));
+      const out = rows.map((r) => map(r, via, k));
+      if (m.type === 'scored' && m.lexemes) for (const c of out) c.vector = knownVector(m, c.ref.id, k);
+      return out;
     });
   if (want.records && b.includeSources) jobs.push(run(recordSql(b, m, limit), toRecord, 'records'));
   if (want.messages && b.includeMemory) jobs.push(run(messageSql(b, m, limit), toMessage, 'messages'));

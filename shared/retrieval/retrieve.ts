@@ -74,15 +74,17 @@ async function analyze(em: EntityManager, text: string, accountId: string, ws: s
  */
 async function indexedRecords(
   em: EntityManager, index: TermIndex, b: Boundary, match: Extract<Match, { type: 'fts' }>, limit: number,
-  analyzed: Promise<Analyzed>, keep: Promise<ReadonlySet<string>>,
+  analyzed: Promise<Analyzed>, keep: Promise<ReadonlySet<string>>, positions: boolean,
 ): Promise<Candidate[]> {
   const records: Partial<Tables> = { records: true, messages: false, claims: false };
   const a = await analyzed;
   const terms: IndexTerm[] = match.words.flatMap((_, i) => (a.wordLexemes[i] ?? []).map((lexeme) => ({ lexeme, prefix: match.prefix[i]! })));
-  const top = index.top(b, a.version, terms, limit);
+  // Without positions to rank by, the copy also says which query lexemes each record holds, and the
+  // records' tsvectors need not be fetched.
+  const top = index.top(b, a.version, terms, limit, positions ? {} : { report: a.lexemes });
   if (!top) return fetchCandidates(em, b, match, limit, records, keep);
   if (!top.ids.length) return [];
-  return fetchCandidates(em, b, { type: 'scored', ids: top.ids, scores: top.scores }, limit, records, keep);
+  return fetchCandidates(em, b, { type: 'scored', ids: top.ids, scores: top.scores, lexemes: top.lexemes }, limit, records, keep);
 }
 
 // Document frequencies change slowly and only steer ranking (never what is authorized), so each API
@@ -158,7 +160,7 @@ export async function retrieve(
   const keep = analyzed.then((t) => new Set(t.lexemes));
   const candidates = opts.index && boundary.includeSources
     ? Promise.all([
-      indexedRecords(em, opts.index, boundary, match, plan.candidates, analyzed, keep),
+      indexedRecords(em, opts.index, boundary, match, plan.candidates, analyzed, keep, strategy !== 'efficient'),
       fetchCandidates(em, boundary, match, plan.candidates, { ...tables, records: false }, keep),
     ]).then((parts) => parts.flat())
     : fetchCandidates(em, boundary, match, plan.candidates, tables, keep);

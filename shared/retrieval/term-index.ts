@@ -23,14 +23,15 @@ import type { Boundary } from './boundary.ts';
  */
 
 export type IndexTerm = { lexeme: string; prefix: boolean };
-export type TopRecords = { ids: string[]; scores: number[] };
+/** With `lexemes`: per record, which of the lexemes asked about it holds (what its tsvector would show). */
+export type TopRecords = { ids: string[]; scores: number[]; lexemes?: string[][] };
 
 export type TermIndex = {
   /**
    * The best `limit` records of the boundary for an OR of `terms`, scored as recordTermHit scores
    * them, or null when this process holds no copy at `version` (a refresh then starts).
    */
-  top(boundary: Boundary, version: string, terms: IndexTerm[], limit: number): TopRecords | null;
+  top(boundary: Boundary, version: string, terms: IndexTerm[], limit: number, opts?: { report?: string[] }): TopRecords | null;
   /** Brings the account's copy up to date; false when the account is too large to hold. */
   warm(accountId: string): Promise<boolean>;
   /** Accounts held and their estimated bytes. */
@@ -219,7 +220,7 @@ class AccountTerms {
     return out;
   }
 
-  top(b: Boundary, terms: IndexTerm[], limit: number): TopRecords {
+  top(b: Boundary, terms: IndexTerm[], limit: number, report?: string[]): TopRecords {
     // Distinct (lexeme, prefix) pairs, as the SQL's `select distinct` counts them.
     const seen = new Set<string>();
     const q = terms.filter((t) => {
@@ -266,7 +267,24 @@ class AccountTerms {
       acc[d] = 0;
     }
     const top = heap.sorted();
-    return { ids: top.docs.map((d) => this.docIds[d]!), scores: top.scores };
+    const ids = top.docs.map((d) => this.docIds[d]!);
+    if (!report) return { ids, scores: top.scores };
+    return { ids, scores: top.scores, lexemes: top.docs.map((d) => report.filter((l) => this.holds(l, d))) };
+  }
+
+  /** Whether record `d` holds `lexeme`: each segment lists its records in ascending order (loads append). */
+  private holds(lexeme: string, d: number): boolean {
+    for (const { docs } of this.terms.get(lexeme) ?? []) {
+      let lo = 0;
+      let hi = docs.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (docs[mid]! < d) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < docs.length && docs[lo] === d) return true;
+    }
+    return false;
   }
 }
 
@@ -445,7 +463,7 @@ export function createTermIndex(opts: { orm: Orm; maxBytes: number; logger?: Log
   }
 
   return {
-    top(boundary, version, terms, limit) {
+    top(boundary, version, terms, limit, topOpts) {
       const held = accounts.get(boundary.accountId);
       if (!held || held.version !== version) {
         if (opts.maxBytes > 0 && !refreshing.has(boundary.accountId)) {
@@ -456,7 +474,7 @@ export function createTermIndex(opts: { orm: Orm; maxBytes: number; logger?: Log
       // Most recently used last.
       accounts.delete(boundary.accountId);
       accounts.set(boundary.accountId, held);
-      return held.top(boundary, terms, limit);
+      return held.top(boundary, terms, limit, topOpts?.report);
     },
     warm,
     usage: () => ({ accounts: accounts.size, bytes: totalBytes() }),

@@ -89,11 +89,18 @@ describe('ranking', () => {
   });
 
   it.each(['efficient', 'accuracy'] as Strategy[])('retrieve (%s) returns what it returns without the index', async (strategy) => {
-    for (const q of questions) {
+    // Besides the labelled questions: hyphenated words (one lexeme for the whole, others per part) and
+    // words no record holds, for the matched and unmatched terms a query reports.
+    const extra = ['e-mail the harbour-station survey budget', 'zyxwv harbour terns', 'co-ordinated migration counts'];
+    for (const q of [...questions, ...extra]) {
       const plain = await retrieve(db.orm.em.fork(), boundary(A), q, strategy);
       const fast = await retrieve(db.orm.em.fork(), boundary(A), q, strategy, { index });
       expect(fast.ranked.slice(0, 10).map((c) => c.ref.id)).toEqual(plain.ranked.slice(0, 10).map((c) => c.ref.id));
+      // The same float4 scores, read as text (SQL) or held as floats: equal to within printing precision.
+      for (const [i, c] of fast.ranked.slice(0, 10).entries()) expect(c.score).toBeCloseTo(plain.ranked[i]!.score, 6);
       expect(fast.candidates).toBe(plain.candidates);
+      expect(fast.matchedTerms).toEqual(plain.matchedTerms);
+      expect(fast.unmatchedTerms).toEqual(plain.unmatchedTerms);
     }
   });
 });
