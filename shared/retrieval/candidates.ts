@@ -76,7 +76,6 @@ function matchSql(m: Match, alias: string, textCol: string, idCol = `${alias}.id
     case 'recent':
       return { from: '', score: '0', where: 'true', params: { from: [], where: [] } };
     case 'ids':
-      return { from: '', score: '0', where: `${idCol} = any(?::uuid[])`, params: { from: [], where: [m.ids] } };
     case 'scored':
       return { from: '', score: '0', where: `${idCol} = any(?::uuid[])`, params: { from: [], where: [m.ids] } };
   }
@@ -256,9 +255,9 @@ export async function fetchCandidates(
   const via: Via = m.type === 'scored' ? 'fts' : m.type;
   // The hot path's statements (full text over memory, records ranked in memory) take a few forms
   // each and are prepared; the others are occasional.
-  const hot = m.type === 'scored' || m.type === 'fts';
+  const hot = (table: keyof Tables) => m.type === 'scored' || (m.type === 'fts' && table !== 'records');
   const run = (sql: Sql, map: (r: Row, via: Via, keep?: ReadonlySet<string>) => Candidate, table: keyof Tables) =>
-    (hot && (table !== 'records' || m.type === 'scored') ? prepared<Row> : bound<Row>)(em, sql.text, sql.params).then(async (rows) => {
+    (hot(table) ? prepared<Row> : bound<Row>)(em, sql.text, sql.params).then(async (rows) => {
       const k = await keep;
       const out = rows.map((r) => map(r, via, k));
       if (m.type === 'scored' && m.lexemes) for (const c of out) c.vector = knownVector(m, c.ref.id, k);

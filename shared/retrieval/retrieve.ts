@@ -3,7 +3,7 @@ import { bound, prepared } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
 import { fetchCandidates, type Candidate, type Match, type Tables } from './candidates.ts';
 import { rank, type QueryTerms, type Scored, type Stats, type Strategy } from './ranking.ts';
-import type { IndexTerm, TermIndex } from './term-index.ts';
+import { INDEX_VERSION_SQL, type IndexTerm, type TermIndex } from './term-index.ts';
 import { isStopWord, parseTsVector, words } from './text.ts';
 
 /**
@@ -58,7 +58,7 @@ async function analyze(em: EntityManager, text: string, accountId: string, ws: s
   const [row] = await prepared<{ qv: string; version: string; wl: string[][] | null }>(
     em,
     `select to_tsvector('english', ?)::text as qv,
-            coalesce((select version from record_index_version where account_id = ?), 0)::text as version,
+            ${INDEX_VERSION_SQL} as version,
             (select json_agg(tsvector_to_array(to_tsvector('english', w.word)) order by w.n)
                from unnest(?::text[]) with ordinality w(word, n)) as wl`,
     [text, accountId, ws],

@@ -3,6 +3,7 @@ import type { Orm } from '../db/orm.ts';
 import { bound } from '../db/sql.ts';
 import type { Logger } from '../logger.ts';
 import type { Boundary } from './boundary.ts';
+import { IMPACT, RECORD_LENGTH } from './terms.ts';
 
 /**
  * An in-memory copy, per account, of the impact index of source records (record_term, terms.ts):
@@ -21,6 +22,9 @@ import type { Boundary } from './boundary.ts';
  * - Memory is bounded (maxBytes over all accounts, least recently used evicted first); an account
  *   whose records would not fit is left to PostgreSQL.
  */
+
+/** The account's record_index_version as text (0 before its first source change); one `?`: the account id. */
+export const INDEX_VERSION_SQL = 'coalesce((select version from record_index_version where account_id = ?), 0)::text';
 
 export type IndexTerm = { lexeme: string; prefix: boolean };
 /** With `lexemes`: per record, which of the lexemes asked about it holds (what its tsvector would show). */
@@ -72,6 +76,16 @@ class Postings {
   }
 }
 
+/** The first index in [lo, hi) where `below(i)` is false, `below` being true then false along the range. */
+function lowerBound(lo: number, hi: number, below: (i: number) => boolean): number {
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (below(mid)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** `base` and `added`, both sorted by `key`, as one sorted array: a binary search per added item. */
 function mergeSorted<T>(base: T[], added: T[], key: (x: T) => string, cmp: (a: string, b: string) => number): T[] {
   if (!base.length) return added;
@@ -79,13 +93,7 @@ function mergeSorted<T>(base: T[], added: T[], key: (x: T) => string, cmp: (a: s
   let from = 0;
   for (const x of added) {
     const k = key(x);
-    let lo = from;
-    let hi = base.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (cmp(key(base[mid]!), k) < 0) lo = mid + 1;
-      else hi = mid;
-    }
+    const lo = lowerBound(from, base.length, (i) => cmp(key(base[i]!), k) < 0);
     for (let i = from; i < lo; i++) out.push(base[i]!);
     out.push(x);
     from = lo;
@@ -208,15 +216,8 @@ class AccountTerms {
   private covered(t: IndexTerm): string[] {
     if (!t.prefix) return this.terms.has(t.lexeme) ? [t.lexeme] : [];
     const s = this.prepare().sorted;
-    let lo = 0;
-    let hi = s.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (s[mid]! < t.lexeme) lo = mid + 1;
-      else hi = mid;
-    }
     const out: string[] = [];
-    for (let i = lo; i < s.length && s[i]!.startsWith(t.lexeme); i++) out.push(s[i]!);
+    for (let i = lowerBound(0, s.length, (j) => s[j]! < t.lexeme); i < s.length && s[i]!.startsWith(t.lexeme); i++) out.push(s[i]!);
     return out;
   }
 
@@ -275,14 +276,8 @@ class AccountTerms {
   /** Whether record `d` holds `lexeme`: each segment lists its records in ascending order (loads append). */
   private holds(lexeme: string, d: number): boolean {
     for (const { docs } of this.terms.get(lexeme) ?? []) {
-      let lo = 0;
-      let hi = docs.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (docs[mid]! < d) lo = mid + 1;
-        else hi = mid;
-      }
-      if (lo < docs.length && docs[lo] === d) return true;
+      const at = lowerBound(0, docs.length, (i) => docs[i]! < d);
+      if (at < docs.length && docs[at] === d) return true;
     }
     return false;
   }
@@ -355,16 +350,15 @@ const SEP = '\u001f';
 async function loadSources(em: EntityManager, into: AccountTerms, sourceIds: string[], sourceIdx: Map<string, number>): Promise<void> {
   const built = new Map<string, Postings>();
   await em.transactional(async (tx) => {
-    // Each record's lexemes with their impacts computed by cairn_term_impact, exactly as the
-    // record_term rows were written (terms.ts recordTermRows). Joined into two strings rather than
+    // Each record's lexemes with their impacts, by the SQL that writes the record_term rows
+    // (terms.ts IMPACT and RECORD_LENGTH). Joined into two strings rather than
     // sent as arrays: splitting a string is native, parsing array literals in JavaScript was most of
     // the load. A float4 prints as the shortest text that reads back as the same float4.
     await bound(tx, `declare cairn_term_load no scroll cursor for
       select r.id, r.source_id, t.lexemes, t.impacts
         from record r
-        cross join lateral (select sum(coalesce(array_length(x.positions, 1), 1))::integer as len from unnest(r.tsv) x) l
-        cross join lateral (select string_agg(u.lexeme, chr(31)) as lexemes,
-                                   string_agg(cairn_term_impact(coalesce(array_length(u.positions, 1), 1), l.len)::text, ',') as impacts
+        ${RECORD_LENGTH}
+        cross join lateral (select string_agg(u.lexeme, chr(31)) as lexemes, string_agg(${IMPACT}::text, ',') as impacts
                               from unnest(r.tsv) u) t
        where r.source_id = any(?::uuid[])`, [sourceIds]);
     for (;;) {
@@ -396,12 +390,16 @@ export function createTermIndex(opts: { orm: Orm; maxBytes: number; logger?: Log
 
   const totalBytes = () => [...accounts.values()].reduce((a, t) => a + t.bytes(), 0);
   const drop = (accountId: string) => accounts.delete(accountId);
+  /** Holds `terms` as the account's copy, most recently used (a Map iterates in insertion order). */
+  const hold = (accountId: string, terms: AccountTerms) => {
+    accounts.delete(accountId);
+    accounts.set(accountId, terms);
+  };
 
   async function refresh(accountId: string): Promise<boolean> {
     const em = opts.orm.em.fork();
     // The version is read first: whatever commits later moves it past what this load is stamped with.
-    const [v] = await bound<{ version: string }>(em,
-      'select coalesce((select version from record_index_version where account_id = ?), 0)::text as version', [accountId]);
+    const [v] = await bound<{ version: string }>(em, `select ${INDEX_VERSION_SQL} as version`, [accountId]);
     const version = v!.version;
     const current = accounts.get(accountId);
     if (current?.version === version) return true;
@@ -443,8 +441,7 @@ export function createTermIndex(opts: { orm: Orm; maxBytes: number; logger?: Log
     terms.prepare();
     terms.version = version;
     tooLarge.delete(accountId);
-    accounts.delete(accountId);
-    accounts.set(accountId, terms);
+    hold(accountId, terms);
     // Least recently used accounts go first when the total is over the budget.
     for (const id of accounts.keys()) {
       if (totalBytes() <= opts.maxBytes || id === accountId) break;
@@ -471,9 +468,7 @@ export function createTermIndex(opts: { orm: Orm; maxBytes: number; logger?: Log
         }
         return null;
       }
-      // Most recently used last.
-      accounts.delete(boundary.accountId);
-      accounts.set(boundary.accountId, held);
+      hold(boundary.accountId, held);
       return held.top(boundary, terms, limit, topOpts?.report);
     },
     warm,

@@ -9,16 +9,24 @@
  */
 
 /**
+ * Lateral `l(len)` of a record `r`: its length as ts_rank counts it (positions, at least one per lexeme).
+ * With IMPACT, the one definition of a record's impacts: ingest's rows here and the API's in-memory
+ * copy (term-index.ts) are computed by the same SQL.
+ */
+export const RECORD_LENGTH = 'cross join lateral (select sum(coalesce(array_length(x.positions, 1), 1))::integer as len from unnest(r.tsv) x) l';
+/** The impact of `u`, one element of unnest(r.tsv), in its record of length `l.len`. */
+export const IMPACT = 'cairn_term_impact(coalesce(array_length(u.positions, 1), 1), l.len)';
+
+/**
  * SELECT of record_term rows for the records of `rel`, a relation with columns id, account_id,
  * source_id, tsv and batch (records grouped into one row per lexeme are of one source and one batch).
  */
 export function recordTermRows(rel: string): string {
   // The two aggregates take each group's rows in the same order, so the arrays stay aligned without
   // sorting each group.
-  return `select r.account_id, r.source_id, u.lexeme, array_agg(r.id),
-         array_agg(cairn_term_impact(coalesce(array_length(u.positions, 1), 1), l.len))
+  return `select r.account_id, r.source_id, u.lexeme, array_agg(r.id), array_agg(${IMPACT})
     from ${rel} r
-    cross join lateral (select sum(coalesce(array_length(x.positions, 1), 1))::integer as len from unnest(r.tsv) x) l
+    ${RECORD_LENGTH}
     cross join lateral unnest(r.tsv) u
    group by r.account_id, r.source_id, r.batch, u.lexeme`;
 }

@@ -6,7 +6,7 @@ import type { Boundary } from '../../shared/retrieval/boundary.ts';
 import { fetchCandidates, type Match } from '../../shared/retrieval/candidates.ts';
 import type { Strategy } from '../../shared/retrieval/ranking.ts';
 import { orQuery, queryWords, retrieve } from '../../shared/retrieval/retrieve.ts';
-import { createTermIndex, type IndexTerm, type TermIndex } from '../../shared/retrieval/term-index.ts';
+import { createTermIndex, INDEX_VERSION_SQL, type IndexTerm, type TermIndex } from '../../shared/retrieval/term-index.ts';
 import { retrievalSet } from '../fixtures/query/retrieval-set.ts';
 import { createTestAccount } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -30,8 +30,7 @@ const boundary = (accountId: string, over: Partial<Boundary> = {}): Boundary => 
 });
 
 const version = async (accountId: string) =>
-  (await bound<{ v: string }>(db.orm.em.fork(),
-    'select coalesce((select version from record_index_version where account_id = ?), 0)::text as v', [accountId]))[0]!.v;
+  (await bound<{ v: string }>(db.orm.em.fork(), `select ${INDEX_VERSION_SQL} as v`, [accountId]))[0]!.v;
 
 /** The index's terms for a query, as retrieve() builds them (each word's own lexemes). */
 async function indexTerms(text: string, expand: boolean): Promise<{ m: Extract<Match, { type: 'fts' }>; terms: IndexTerm[] }> {
