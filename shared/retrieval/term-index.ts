@@ -443,8 +443,10 @@ export function createTermIndex(opts: { orm: Orm; maxBytes: number; logger?: Log
     tooLarge.delete(accountId);
     hold(accountId, terms);
     // Least recently used accounts go first when the total is over the budget.
-    for (const id of accounts.keys()) {
-      if (totalBytes() <= opts.maxBytes || id === accountId) break;
+    let total = totalBytes();
+    for (const [id, held] of accounts) {
+      if (total <= opts.maxBytes || id === accountId) break;
+      total -= held.bytes();
       accounts.delete(id);
     }
     return true;
