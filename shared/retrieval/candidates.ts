@@ -15,7 +15,8 @@ import { parseTsVector, type TsVector } from './text.ts';
  * be cheap: ts_rank_cd (cover density) costs several times more per row and chose the same candidates
  * on the labelled set; proximity is scored later, on the candidates only. Source records, by far the
  * largest table, get their full-text ts_rank from the impact index (terms.ts) without reading the
- * matching rows; memory messages and claims (small tables) are ranked by ts_rank over the GIN index.
+ * matching rows; memory messages and claims (small tables) are ranked by ts_rank over the GIN index,
+ * and for a query those two statements are columns of its first statement (memoryColumns).
  */
 
 export type Match =
@@ -253,20 +254,43 @@ export async function fetchCandidates(
   const jobs: Promise<Candidate[]>[] = [];
   // Records ranked in memory were found by full text, as the SQL path finds them.
   const via: Via = m.type === 'scored' ? 'fts' : m.type;
-  // The hot path's statements (full text over memory, records ranked in memory) take a few forms
-  // each and are prepared; the others are occasional.
-  const hot = (table: keyof Tables) => m.type === 'scored' || (m.type === 'fts' && table !== 'records');
-  const run = (sql: Sql, map: (r: Row, via: Via, keep?: ReadonlySet<string>) => Candidate, table: keyof Tables) =>
-    (hot(table) ? prepared<Row> : bound<Row>)(em, sql.text, sql.params).then(async (rows) => {
+  // The hot path's statement here (records ranked in memory) takes a few forms and is prepared; the
+  // memory tables' full-text candidates ride on the query's first statement (memoryColumns), and the
+  // other statements are occasional.
+  const run = (sql: Sql, map: (r: Row, via: Via, keep?: ReadonlySet<string>) => Candidate) =>
+    (m.type === 'scored' ? prepared<Row> : bound<Row>)(em, sql.text, sql.params).then(async (rows) => {
       const k = await keep;
       const out = rows.map((r) => map(r, via, k));
       if (m.type === 'scored' && m.lexemes) for (const c of out) c.vector = knownVector(m, c.ref.id, k);
       return out;
     });
-  if (want.records && b.includeSources) jobs.push(run(recordSql(b, m, limit), toRecord, 'records'));
-  if (want.messages && b.includeMemory) jobs.push(run(messageSql(b, m, limit), toMessage, 'messages'));
-  if (want.claims && b.includeMemory) jobs.push(run(claimSql(b, m, limit), toClaim, 'claims'));
+  if (want.records && b.includeSources) jobs.push(run(recordSql(b, m, limit), toRecord));
+  if (want.messages && b.includeMemory) jobs.push(run(messageSql(b, m, limit), toMessage));
+  if (want.claims && b.includeMemory) jobs.push(run(claimSql(b, m, limit), toClaim));
   return (await Promise.all(jobs)).flat();
+}
+
+/**
+ * The memory tables' full-text candidates as json columns (`memory_messages`, `memory_claims`) to add
+ * to another statement's select list, so the query's first statement also brings them: one round trip
+ * and one pooled connection instead of three. `read` maps the statement's row as fetchCandidates maps
+ * its own rows (json keeps the column names; timestamps arrive as ISO strings).
+ */
+export function memoryColumns(b: Boundary, m: Extract<Match, { type: 'fts' }>, limit: number): {
+  columns: string; params: unknown[]; read: (row: Record<string, unknown>, keep?: ReadonlySet<string>) => Candidate[];
+} {
+  if (!b.includeMemory) return { columns: 'null::json as memory_messages, null::json as memory_claims', params: [], read: () => [] };
+  const msg = messageSql(b, m, limit);
+  const claim = claimSql(b, m, limit);
+  const agg = (sql: Sql, name: string) => `(select coalesce(json_agg(x), '[]'::json) from (${sql.text}) x) as ${name}`;
+  return {
+    columns: `${agg(msg, 'memory_messages')}, ${agg(claim, 'memory_claims')}`,
+    params: [...msg.params, ...claim.params],
+    read: (row, keep) => [
+      ...((row.memory_messages as Row[] | null) ?? []).map((r) => toMessage(r, 'fts', keep)),
+      ...((row.memory_claims as Row[] | null) ?? []).map((r) => toClaim(r, 'fts', keep)),
+    ],
+  };
 }
 
 /** The one candidate a citation names, if it is still inside the boundary. */

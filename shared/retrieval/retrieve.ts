@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound, prepared } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
-import { fetchCandidates, type Candidate, type Match, type Tables } from './candidates.ts';
+import { fetchCandidates, memoryColumns, type Candidate, type Match, type Tables } from './candidates.ts';
 import { rank, type QueryTerms, type Scored, type Stats, type Strategy } from './ranking.ts';
 import { INDEX_VERSION_SQL, type IndexTerm, type TermIndex } from './term-index.ts';
 import { isStopWord, parseTsVector, words } from './text.ts';
@@ -52,20 +52,31 @@ type Analyzed = QueryTerms & {
   /** For the in-memory index: the account's record_index_version and each query word's lexemes. */
   version: string;
   wordLexemes: string[][];
+  /** The memory tables' candidates (messages and claims), fetched by the same statement. */
+  memory: Candidate[];
 };
 
-async function analyze(em: EntityManager, text: string, accountId: string, ws: string[]): Promise<Analyzed> {
-  const [row] = await prepared<{ qv: string; version: string; wl: string[][] | null }>(
+/**
+ * The query's first statement: its lexemes, the account's index version, each word's lexemes, and
+ * the full-text candidates of the memory tables (small tables: their ranking needs no other input).
+ */
+async function analyze(em: EntityManager, text: string, b: Boundary, ws: string[], match: Extract<Match, { type: 'fts' }>, limit: number, memory: boolean): Promise<Analyzed> {
+  const mem = memory ? memoryColumns(b, match, limit) : null;
+  const [row] = await prepared<{ qv: string; version: string; wl: string[][] | null } & Record<string, unknown>>(
     em,
     `select to_tsvector('english', ?)::text as qv,
             ${INDEX_VERSION_SQL} as version,
             (select json_agg(tsvector_to_array(to_tsvector('english', w.word)) order by w.n)
-               from unnest(?::text[]) with ordinality w(word, n)) as wl`,
-    [text, accountId, ws],
+               from unnest(?::text[]) with ordinality w(word, n)) as wl${mem ? `, ${mem.columns}` : ''}`,
+    [text, b.accountId, ws, ...(mem?.params ?? [])],
   );
   const v = parseTsVector(row?.qv ?? null);
   const lexemes = [...v.positions.entries()].sort((a, b) => Math.min(...a[1]) - Math.min(...b[1])).map(([l]) => l);
-  return { lexemes, positions: v.positions, version: row?.version ?? '', wordLexemes: row?.wl ?? [] };
+  const keep = new Set(lexemes);
+  return {
+    lexemes, positions: v.positions, version: row?.version ?? '', wordLexemes: row?.wl ?? [],
+    memory: mem && row ? mem.read(row, keep) : [],
+  };
 }
 
 /**
@@ -156,14 +167,17 @@ export async function retrieve(
   }
   const match: Extract<Match, { type: 'fts' }> = { type: 'fts', tsquery: orQuery(ws, plan.expand), words: ws, prefix: ws.map((w) => asPrefix(w, plan.expand)) };
   const needStats = strategy !== 'efficient';
-  const analyzed = analyze(em, query, boundary.accountId, ws);
+  // Messages and claims come with the first statement; source records after it (ranked in memory) or
+  // beside it (ranked by PostgreSQL).
+  const analyzed = analyze(em, query, boundary, ws, match, plan.candidates, tables?.messages !== false);
   const keep = analyzed.then((t) => new Set(t.lexemes));
-  const candidates = opts.index && boundary.includeSources
-    ? Promise.all([
-      indexedRecords(em, opts.index, boundary, match, plan.candidates, analyzed, keep, strategy !== 'efficient'),
-      fetchCandidates(em, boundary, match, plan.candidates, { ...tables, records: false }, keep),
-    ]).then((parts) => parts.flat())
-    : fetchCandidates(em, boundary, match, plan.candidates, tables, keep);
+  const records: Partial<Tables> = { records: true, messages: false, claims: false };
+  const candidates = Promise.all([
+    analyzed.then((a) => a.memory),
+    opts.index && boundary.includeSources
+      ? indexedRecords(em, opts.index, boundary, match, plan.candidates, analyzed, keep, strategy !== 'efficient')
+      : fetchCandidates(em, boundary, match, plan.candidates, records, keep),
+  ]).then((parts) => parts.flat());
   const [terms, first, stats0] = await Promise.all([
     analyzed,
     candidates,

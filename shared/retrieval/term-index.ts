@@ -234,10 +234,12 @@ class AccountTerms {
     const allowed = new Uint8Array(this.sourceIds.length);
     const audiences = b.audiences ? new Set(b.audiences) : null;
     const selected = b.sourceIds ? new Set(b.sourceIds) : null;
+    let everySource = true;
     for (let i = 0; i < allowed.length; i++) {
       const audience = this.sourceAudience[i] ?? null;
       allowed[i] = this.sourceAlive[i] && (!audiences || (audience !== null && audiences.has(audience)))
         && (!selected || selected.has(this.sourceIds[i]!)) ? 1 : 0;
+      everySource &&= allowed[i] === 1;
     }
     if (this.acc.length < this.docIds.length) {
       this.acc = new Float32Array(this.docIds.length);
@@ -251,9 +253,12 @@ class AccountTerms {
       for (const lexeme of this.covered(t)) {
         for (const seg of this.terms.get(lexeme)!) {
           const { docs, impacts } = seg;
+          // The common case (no selector, no audience, no source gone since the load) skips the
+          // per-posting source check, two dependent loads per posting.
+          const docSource = everySource ? null : this.docSource;
           for (let i = 0; i < docs.length; i++) {
             const d = docs[i]!;
-            if (!allowed[this.docSource[d]!]) continue;
+            if (docSource && !allowed[docSource[d]!]) continue;
             if (acc[d] === 0) touched[nTouched++] = d;
             acc[d] = acc[d]! + impacts[i]!;
           }
