@@ -45,11 +45,12 @@ function withHeaders(err: unknown, headers: Record<string, string>): AppError {
  */
 export async function runMetered<T>(
   deps: MeteringDeps,
-  input: Omit<ReserveInput, 'reservationId'> & { reservationId?: string },
+  input: Omit<ReserveInput, 'reservationId'> & { reservationId?: string; reserved?: Reserved },
   work: (reserved: Reserved) => Promise<WorkResult<T>>,
 ): Promise<{ value: T; headers: Record<string, string>; settled: Settled; reserved: Reserved }> {
-  const reservationId = input.reservationId ?? randomUUID();
-  const reserved = await reserve(deps.em, { ...input, reservationId });
+  // A reservation the caller already made (a query's is made with its operation claim) is used as is.
+  const { reserved: made, ...request } = input;
+  const reserved = made ?? await reserve(deps.em, { ...request, reservationId: request.reservationId ?? randomUUID() });
   const quota = reserved.quota ? quotaHeaders(reserved.quota) : {};
 
   let result: WorkResult<T>;
@@ -57,7 +58,7 @@ export async function runMetered<T>(
     result = await work(reserved);
   } catch (err) {
     const outcome: Outcome = err instanceof AfterRetrievalError ? 'failed_after_retrieval' : 'retrieval_failed';
-    if (!(err instanceof AppError) || err.status >= 500) deps.logger.error({ err, reservationId }, 'metered work failed');
+    if (!(err instanceof AppError) || err.status >= 500) deps.logger.error({ err, reservationId: reserved.reservationId }, 'metered work failed');
     // A failure's settlement is flushed at once: the error may be answered without a later commit.
     const s = await settleOrFail(deps, reserved, outcome, 0, quota, false);
     throw withHeaders(err, { ...creditHeaders(s.balance, s.charged), ...quota });

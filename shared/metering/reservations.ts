@@ -49,7 +49,7 @@ export type Settled = { reservationId: string; charged: number; refunded: number
 type BalanceColumns = {
   r_monthly: number; r_onboarding: number; r_period_start: string; r_period_end: string; r_allowance: number;
 };
-type ReserveRow = BalanceColumns & {
+export type ReserveRow = BalanceColumns & {
   r_status: 'ok' | 'no_account' | 'stale' | 'quota_day' | 'quota_month' | 'credits' | 'exists';
   r_daily_limit: number; r_daily_used: number; r_monthly_limit: number; r_monthly_used: number;
 };
@@ -94,13 +94,24 @@ async function callRenewing<T extends { r_status: string }>(
  * written on a refusal. Monthly credits are spent first.
  */
 export async function reserve(em: EntityManager, input: ReserveInput, now = new Date()): Promise<Reserved> {
-  const r = await callRenewing<ReserveRow>(
-    em,
-    callSql('cairn_reserve', 7, input.flushLater),
-    [input.reservationId, input.accountId, input.metric, input.baseCost, input.maxProviderCost, input.consumeQuota, now],
-    () => input.accountId,
-    now,
-  );
+  const r = await callRenewing<ReserveRow>(em, callSql('cairn_reserve', 7, input.flushLater), [input.reservationId, ...reserveArgs(input, now)], () => input.accountId, now);
+  return reservedFrom(input, r, now);
+}
+
+/**
+ * cairn_reserve's arguments after the reservation id, for a caller that makes the call part of a
+ * larger statement (a query's operation claim): `cairn_reserve(<reservation id>, ?, ?, ?, ?, ?, ?)`.
+ */
+export function reserveArgs(input: Omit<ReserveInput, 'reservationId'>, now: Date): unknown[] {
+  return [input.accountId, input.metric, input.baseCost, input.maxProviderCost, input.consumeQuota, now];
+}
+
+/**
+ * What a cairn_reserve row means: the reservation, or its refusal (404, 429, 402, 409). A 'stale' row
+ * (balance to create or renew first) is the caller's to handle: reserve() renews and calls again.
+ */
+export function reservedFrom(input: ReserveInput, r: ReserveRow, now: Date): Reserved {
+  if (r.r_status === 'stale') throw new Error('reservedFrom: the balance must be renewed first');
   if (r.r_status === 'no_account') throw new AppError(404, 'not_found', 'No such account.');
   const balance = balanceOf(input.accountId, r);
   const quotaState = (): QuotaState => quotaStateOf(input.metric, now,

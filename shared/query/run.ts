@@ -73,11 +73,24 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
   const preset = authorizeQuery(principal, req);
   const boundary = await resolveBoundary(deps.em, principal, req);
   const { idempotencyKey, ...inputs } = req;
+  const answering = req.mode === 'answer';
+  const metering = {
+    accountId: principal.accountId,
+    metric: 'query' as const,
+    baseCost: 1,
+    maxProviderCost: answering ? maxProviderCredits(deps.answer) : 0,
+    consumeQuota: true,
+    // The operation row's completion (or its removal on failure) is a synchronous commit that
+    // precedes every answer, so reserve and settle need not wait for their own disk flush.
+    flushLater: true,
+  };
+  // A new claim reserves the credits in the same round trip; a replay reserves nothing.
   const begun = await beginOperation(deps.em, {
     accountId: principal.accountId,
     idempotencyKey,
     requestHash: requestHash({ ...inputs, preset, audiences: principal.audiences }),
     retentionMs: deps.idempotencyRetentionMs,
+    reserve: metering,
   });
   if (begun.kind === 'replay') {
     const stored = begun.stored.result as QueryResult;
@@ -88,19 +101,9 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
   }
 
   try {
-    const answering = req.mode === 'answer';
     const metered = await runMetered(
       { em: deps.em, temporal: deps.temporal, taskQueue: deps.taskQueue, settlementGraceMs: deps.settlementGraceMs, logger: deps.logger },
-      {
-        accountId: principal.accountId,
-        metric: 'query',
-        baseCost: 1,
-        maxProviderCost: answering ? maxProviderCredits(deps.answer) : 0,
-        consumeQuota: true,
-        // The operation row's completion (or its removal on failure) is a synchronous commit that
-        // precedes every answer, so reserve and settle need not wait for their own disk flush.
-        flushLater: true,
-      },
+      { ...metering, ...(begun.reserved ? { reserved: begun.reserved } : {}) },
       async () => {
         // A retrieval failure throws as is: everything is refunded (cost 0).
         const retrieval = req.citationHandle

@@ -396,6 +396,22 @@ describe('idempotency and metering', () => {
     expect(await sql.count("select 1 from query_operation where account_id = $1", [one.id])).toBe(1);
   });
 
+  it('a new claim reserves with its operation id in the same statement; a balance from a past period is renewed first', async () => {
+    const a = await account({ credits: 40 });
+    // The balance's period ended: the claim's reservation answers stale, the balance is renewed, then reserved.
+    await sql.query("update credit_balance set period_start = period_start - interval '3 months', monthly_remaining = 0 where account_id = $1", [a.id]);
+    const r = await query(a.key, { mode: 'evidence', query: 'renewed balance' });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('x-service-credit-remaining')).toBe('39');
+    const rows = await sql.query<{ op: string; reservation: string | null; status: string | null; charged: number | null }>(
+      `select o.id as op, r.id as reservation, r.status, r.charged from query_operation o
+         left join credit_reservation r on r.id = o.id where o.account_id = $1`, [a.id]);
+    expect(rows).toEqual([{ op: rows[0]!.op, reservation: rows[0]!.op, status: 'settled', charged: 1 }]);
+    // The next query takes the one-statement path (the balance is current): same shape.
+    expect((await query(a.key, { mode: 'evidence', query: 'current balance' })).headers.get('x-service-credit-remaining')).toBe('38');
+    expect(await sql.count("select 1 from query_operation o join credit_reservation r on r.id = o.id where o.account_id = $1 and r.status = 'settled'", [a.id])).toBe(2);
+  });
+
   it('the browser-session route runs the same engine with csrf; API keys are refused there', async () => {
     const cookie = await signIn(client, A);
     const r = await client.post('/v1/account/answers/query', { as: { cookie }, body: { idempotencyKey: `b-${randomUUID()}`, mode: 'evidence', query: 'launch codename Kestrel7Q' } });
