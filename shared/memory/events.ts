@@ -62,13 +62,39 @@ export async function queueStatus(em: Em, accountId: string) {
   return { schemaVersion: 'service-memory-queue-status-v1' as const, workspace: 'default' as const, counts, oldest_unfinished_at: iso(oldest) };
 }
 
-/**
- * Wakes the workers' dispatchers (shared/memory/dispatcher.ts) when the transaction commits. The event
- * row is the outbox: a lost notification only delays the event until a dispatcher's next poll.
- */
-// cairn_add_messages (migration 0016) notifies this channel by its literal name.
+/** The channel the workers' dispatchers (shared/memory/dispatcher.ts) listen on for queued events. */
 export const MEMORY_EVENT_CHANNEL = 'cairn_memory_event';
 const NOTIFY_QUEUED = `select pg_notify('${MEMORY_EVENT_CHANNEL}', '')`;
+
+const notifying = new WeakMap<object, { inFlight: boolean; again: boolean }>();
+
+/**
+ * Wakes the dispatchers after a queued event has committed, in a statement of its own: a transaction
+ * that notifies holds PostgreSQL's global notify lock through its commit's disk flush, which made
+ * concurrent message writes commit one at a time (migration 0018). One notification per pool is in
+ * flight at most; events committed meanwhile ask for one more, sent when it returns, so a burst of
+ * writes costs a few notifications, not one each. The event row is the outbox: a lost notification
+ * (an error, a crash right after the commit) only delays the event to a dispatcher's next poll.
+ */
+export function notifyQueued(em: Em): void {
+  const connection = em.getConnection();
+  let state = notifying.get(connection);
+  if (!state) notifying.set(connection, (state = { inFlight: false, again: false }));
+  if (state.inFlight) {
+    state.again = true;
+    return;
+  }
+  const s = state;
+  s.inFlight = true;
+  const send = (): void => {
+    s.again = false;
+    void connection.getNativeClient()
+      .then((pool) => pool.query(NOTIFY_QUEUED))
+      .catch(() => {}) // see above: the poll covers it
+      .finally(() => (s.again ? send() : (s.inFlight = false)));
+  };
+  send();
+}
 
 /**
  * Requests the asynchronous deletion of a peer or session. While one deletion of the same thing is
@@ -91,8 +117,8 @@ export async function requestDeletion(em: Em, accountId: string, kind: LabelKind
       `insert into memory_event (id, account_id, kind, status, ${column}, ${kind}_label) values (?, ?, ?, 'queued', ?, ?)`,
       [id, accountId, eventKind, target.id, label],
     );
-    await sql(tx, NOTIFY_QUEUED, []);
     return id;
   });
+  notifyQueued(em);
   return getEvent(em.fork(), accountId, result);
 }

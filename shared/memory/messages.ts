@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { WORKSPACE, type MessagesCreateRequest } from '../contracts/memory.ts';
 import { AppError, validationError } from '../errors.ts';
 import { decodeCursor, iso, page, sql, type Em } from './db.ts';
+import { notifyQueued } from './events.ts';
 import { requireLabel } from './labels.ts';
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
@@ -83,7 +84,7 @@ export async function addMessages(
   // One statement, one round trip, one commit: the labels are locked (FOR SHARE) so a deletion cannot
   // remove them before this write commits, and the event and its messages are inserted only when the
   // session, the peer and every source check out. Which check failed is worked out afterwards, on the
-  // (rare) failure path only. The notification wakes the workers' dispatchers at commit (events.ts).
+  // (rare) failure path only. Once it has committed, the workers' dispatchers are woken (events.ts).
   const [outcome] = await sql<{ session: boolean; peer: boolean; sources: boolean; inserted: number }>(
     em,
     `select r_session as session, r_peer as peer, r_sources as sources, r_inserted as inserted
@@ -101,6 +102,7 @@ export async function addMessages(
     throw new AppError(409, 'operation_in_progress', 'The session, peer or sources changed during the write; retry.');
   }
   const inserted = outcome!.inserted === 1;
+  if (inserted) notifyQueued(em);
   if (!inserted) {
     const existing = await findExisting(em.fork());
     if (!existing) throw new AppError(409, 'operation_in_progress', 'A write with this idempotency_key is in progress; retry.');

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processBatch } from '../../shared/memory/batch.ts';
 import { createRuleDeriver } from '../../shared/memory/deriver.ts';
 import { claimBatch } from '../../shared/memory/dispatcher.ts';
+import { MEMORY_EVENT_CHANNEL } from '../../shared/memory/events.ts';
 import { memoryBatchWorkflowId } from '../../shared/temporal/workflows.ts';
 import { sqlClient, type Sql } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -86,6 +88,38 @@ describe('memory event dispatch', () => {
       expect(one!.outcome.claim_id).toEqual(expect.any(String));
     } finally {
       await worker.stop();
+    }
+  });
+
+  it('a write wakes listening dispatchers after it has committed, outside its own transaction', async () => {
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    try {
+      await listener.query(`listen ${MEMORY_EVENT_CHANNEL}`);
+      // What the event row looks like to another connection when the notification arrives.
+      const seen: string[] = [];
+      let eventId = '';
+      const woken = new Promise<void>((resolve) => listener.on('notification', () => {
+        void sql.query<{ status: string }>('select status from memory_event where id = $1', [eventId]).then((rows) => {
+          seen.push(rows[0]?.status ?? 'absent');
+          resolve();
+        });
+      }));
+      const peer = tag('peer');
+      const session = tag('sess');
+      expect((await c.mem(key, 'POST', '/peers', { id: peer })).status).toBe(200);
+      expect((await c.mem(key, 'POST', '/sessions', { id: session })).status).toBe(200);
+      const r = await c.mem(key, 'POST', `/sessions/${session}/messages`, { peer_id: peer, messages: [{ role: 'user', content: 'I live in Lisbon.' }] });
+      expect(r.status, r.text).toBe(200);
+      eventId = r.body.event_id;
+      await woken;
+      expect(seen[0]).toBe('queued');
+      // The write function itself notifies no one (migration 0018): a notifying transaction holds the
+      // global notify lock through its commit's flush, which serialized concurrent writes.
+      const [fn] = await sql.query<{ src: string }>("select prosrc as src from pg_proc where proname = 'cairn_add_messages'");
+      expect(fn!.src).not.toMatch(/pg_notify/);
+    } finally {
+      await listener.end();
     }
   });
 

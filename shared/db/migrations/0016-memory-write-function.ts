@@ -6,11 +6,8 @@ import { Migration } from '@mikro-orm/migrations';
  * again on every write (planning was about a third of the statement's PostgreSQL time). One call is
  * still one statement, one round trip and one commit; NOTIFY is delivered at that commit.
  */
-export class Migration0016MemoryWriteFunction extends Migration {
-  override name = '0016-memory-write-function';
-
-  override up(): void {
-    this.addSql(`create function cairn_add_messages(
+/** The function as 0016 creates it (also what 0018 restores on the way down). */
+export const ADD_MESSAGES_0016 = `create or replace function cairn_add_messages(
         p_account uuid, p_workspace text, p_session text, p_peer text, p_sources uuid[], p_event uuid, p_agent text,
         p_infer boolean, p_idem text, p_request_hash text, p_receipt jsonb, p_created_at timestamptz, p_metadata jsonb,
         p_audience text, p_ids uuid[], p_positions integer[], p_roles text[], p_contents text[], p_hashes text[],
@@ -38,7 +35,13 @@ export class Migration0016MemoryWriteFunction extends Migration {
         select exists (select 1 from s), exists (select 1 from p), (select ok from src),
                (select count(*) from e)::integer + 0 * (select count(*) from m) + 0 * (select count(*) from n)
           into r_session, r_peer, r_sources, r_inserted;
-      end $$;`);
+      end $$;`;
+
+export class Migration0016MemoryWriteFunction extends Migration {
+  override name = '0016-memory-write-function';
+
+  override up(): void {
+    this.addSql(ADD_MESSAGES_0016);
   }
 
   override down(): void {
