@@ -94,11 +94,11 @@ describe('memory event dispatch', () => {
   it('a write wakes listening dispatchers after it has committed, outside its own transaction', async () => {
     const listener = new pg.Client({ connectionString: db.url });
     await listener.connect();
+    let eventId = '';
     try {
       await listener.query(`listen ${MEMORY_EVENT_CHANNEL}`);
       // What the event row looks like to another connection when the notification arrives.
       const seen: string[] = [];
-      let eventId = '';
       const woken = new Promise<void>((resolve) => listener.on('notification', () => {
         void sql.query<{ status: string }>('select status from memory_event where id = $1', [eventId]).then((rows) => {
           seen.push(rows[0]?.status ?? 'absent');
@@ -120,6 +120,9 @@ describe('memory event dispatch', () => {
       expect(fn!.src).not.toMatch(/pg_notify/);
     } finally {
       await listener.end();
+      // No worker runs in these tests: the event would stay queued and join the next test's backlog.
+      await sql.query('delete from memory_message where event_id = $1', [eventId]);
+      await sql.query('delete from memory_event where id = $1', [eventId]);
     }
   });
 
