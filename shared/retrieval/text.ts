@@ -35,6 +35,19 @@ export function contentStems(text: string): string[] {
 
 export type TsVector = { positions: Map<string, number[]>; length: number };
 
+const keptLengths = new WeakMap<ReadonlySet<string>, Map<number, string[]>>();
+
+/** A `keep` set's lexemes by length, built once per set (one set serves every candidate of a query). */
+function keptByLength(keep: ReadonlySet<string>): Map<number, string[]> {
+  let m = keptLengths.get(keep);
+  if (!m) {
+    m = new Map();
+    for (const k of keep) m.set(k.length, [...(m.get(k.length) ?? []), k]);
+    keptLengths.set(keep, m);
+  }
+  return m;
+}
+
 /**
  * Parses `'lexeme':1,4A 'other':2` (the text form of a tsvector). A scanner rather than a regular
  * expression: retrieval parses every candidate's vector, and this is several times faster. With
@@ -45,25 +58,35 @@ export function parseTsVector(text: string | null, keep?: ReadonlySet<string>): 
   const positions = new Map<string, number[]>();
   let length = 0;
   if (!text) return { positions, length };
+  const byLength = keep ? keptByLength(keep) : null;
   const n = text.length;
   let i = text.indexOf("'");
   while (i >= 0 && i < n) {
     // The lexeme runs to the next quote that is not doubled ('' stands for one quote).
-    let lexeme = '';
+    let lexeme: string | null = '';
     let j = i + 1;
-    for (;;) {
-      const q = text.indexOf("'", j);
-      if (q < 0) return { positions, length }; // unterminated: malformed, stop here
-      if (text.charCodeAt(q + 1) === 39) {
-        lexeme += text.slice(j, q + 1);
-        j = q + 2;
-        continue;
+    const q0 = text.indexOf("'", j);
+    if (byLength && q0 >= 0 && text.charCodeAt(q0 + 1) !== 39) {
+      // The common case with `keep`: a lexeme without quotes is compared in place with the kept
+      // lexemes of its length, so the others (most of a vector) are never copied into strings.
+      lexeme = null;
+      for (const k of byLength.get(q0 - j) ?? []) if (text.startsWith(k, j)) lexeme = k;
+      j = q0 + 1;
+    } else {
+      for (;;) {
+        const q = text.indexOf("'", j);
+        if (q < 0) return { positions, length }; // unterminated: malformed, stop here
+        if (text.charCodeAt(q + 1) === 39) {
+          lexeme += text.slice(j, q + 1);
+          j = q + 2;
+          continue;
+        }
+        lexeme += text.slice(j, q);
+        j = q + 1;
+        break;
       }
-      lexeme += text.slice(j, q);
-      j = q + 1;
-      break;
     }
-    const kept = !keep || keep.has(lexeme);
+    const kept = lexeme !== null && (!keep || keep.has(lexeme));
     const pos: number[] | null = kept ? [] : null;
     let count = 0;
     if (text.charCodeAt(j) === 58) {
@@ -83,7 +106,7 @@ export function parseTsVector(text: string | null, keep?: ReadonlySet<string>): 
       }
       if (digits) count = pos ? pos.push(v) : count + 1;
     }
-    if (pos) positions.set(lexeme, pos);
+    if (pos) positions.set(lexeme!, pos);
     length += Math.max(1, count);
     i = text.indexOf("'", j);
   }

@@ -74,6 +74,24 @@ describe('ranking', () => {
     expect([...v.positions]).toEqual([["'", [4, 5, 6]]]);
     expect(v.length).toBe(parseTsVector(text).length);
   });
+
+  it('reads kept lexemes in place exactly as the full parse reads them (lexemes of equal length, quotes, prefixes)', () => {
+    const vocab = ['tern', 'term', 'ter', 'terns', "o'neil", 'caf\u00e9', 'a b', 'x', 'launch', 'codenam'];
+    const keep = new Set(['tern', 'ter', "o'neil", 'caf\u00e9', 'codenam', 'absent']);
+    let seed = 7;
+    const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let round = 0; round < 200; round++) {
+      const lexemes = vocab.filter(() => rnd(2) === 0);
+      const text = lexemes.map((l) => {
+        const positions = Array.from({ length: rnd(4) }, (_, i) => `${i * 3 + 1}${['', 'A', 'B'][rnd(3)]}`);
+        return `'${l.replaceAll("'", "''")}'${positions.length ? `:${positions.join(',')}` : ''}`;
+      }).join(' ');
+      const all = parseTsVector(text);
+      const kept = parseTsVector(text, keep);
+      expect([...kept.positions]).toEqual([...all.positions].filter(([l]) => keep.has(l)));
+      expect(kept.length).toBe(all.length);
+    }
+  });
 });
 
 describe('answers and validation', () => {
