@@ -17,7 +17,10 @@ export const STALE_AFTER_MS = 120_000;
 
 export type StoredOperation = { result: Record<string, unknown>; headers: Record<string, string> };
 
-/** `reserved`: the credit reservation made with the claim, when one was asked for and the claim is new. */
+/**
+ * `reserved`: the credit reservation made with a new claim; absent when a stale claim was taken over
+ * (the caller reserves then).
+ */
 export type Begun = { kind: 'started'; operationId: string; reserved?: Reserved } | { kind: 'replay'; stored: StoredOperation };
 
 type Row = { id: string; request_hash: string; status: 'running' | 'completed'; result: Record<string, unknown> | null; headers: Record<string, string> | null; expired: boolean; stale: boolean };
@@ -33,46 +36,40 @@ export function requestHash(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex');
 }
 
-const CLAIM_SQL = `insert into query_operation (id, account_id, idempotency_key, request_hash, status)
-     select ?, ?, ?, ?, 'running' from (select set_config('synchronous_commit', 'off', true)) c
-     on conflict (account_id, idempotency_key) do nothing returning id`;
-
 /**
- * Claims the key (or finds what holds it). With `reserve`, a new claim also reserves the operation's
- * credits in the same statement (cairn_reserve, with the operation's id as the reservation's): one
- * round trip instead of two. A refused reservation (402, 429) releases the claim and is thrown.
+ * Claims the key (or finds what holds it). A new claim also reserves the operation's credits in the
+ * same statement (cairn_reserve, with the operation's id as the reservation's): one round trip
+ * instead of two. A refused reservation (402, 429) releases the claim and is thrown.
  */
 export async function beginOperation(
   em: EntityManager,
-  input: { accountId: string; idempotencyKey: string; requestHash: string; retentionMs: number; reserve?: Omit<ReserveInput, 'reservationId'> },
+  input: { accountId: string; idempotencyKey: string; requestHash: string; retentionMs: number; reserve: Omit<ReserveInput, 'reservationId'> },
 ): Promise<Begun> {
   const id = randomUUID();
   // The claim commits without waiting for its disk flush (synchronous_commit off for this statement's
   // transaction only): nothing is answered before the operation's completion, a synchronous commit
   // that flushes this one with it (WAL is flushed in order). A crash before that loses at most a
   // claim whose query answered nothing; the retry then starts anew.
-  const claim = [id, input.accountId, input.idempotencyKey, input.requestHash];
-  if (input.reserve) {
-    const now = new Date();
-    const [row] = await prepared<ReserveRow>(
-      em,
-      `with op as (${CLAIM_SQL}) select f.* from op, lateral cairn_reserve(op.id, ?, ?, ?, ?, ?, ?) f`,
-      [...claim, ...reserveArgs(input.reserve, now)],
-    );
-    if (row) {
-      const request = { ...input.reserve, reservationId: id };
-      try {
-        // 'stale': the balance is created or renewed, then reserved on its own (nothing was written).
-        const reserved = row.r_status === 'stale' ? await reserve(em, request, now) : reservedFrom(request, row, now);
-        return { kind: 'started', operationId: id, reserved };
-      } catch (err) {
-        await abandonOperation(em, id);
-        throw err;
-      }
+  const now = new Date();
+  const [created] = await prepared<ReserveRow>(
+    em,
+    `with op as (
+       insert into query_operation (id, account_id, idempotency_key, request_hash, status)
+       select ?, ?, ?, ?, 'running' from (select set_config('synchronous_commit', 'off', true)) c
+       on conflict (account_id, idempotency_key) do nothing returning id)
+     select f.* from op, lateral cairn_reserve(op.id, ?, ?, ?, ?, ?, ?) f`,
+    [id, input.accountId, input.idempotencyKey, input.requestHash, ...reserveArgs(input.reserve, now)],
+  );
+  if (created) {
+    const request = { ...input.reserve, reservationId: id };
+    try {
+      // 'stale': the balance is created or renewed, then reserved on its own (nothing was written).
+      const reserved = created.r_status === 'stale' ? await reserve(em, request, now) : reservedFrom(request, created, now);
+      return { kind: 'started', operationId: id, reserved };
+    } catch (err) {
+      await abandonOperation(em, id);
+      throw err;
     }
-  } else {
-    const created = await prepared<{ id: string }>(em, CLAIM_SQL, claim);
-    if (created.length) return { kind: 'started', operationId: id };
   }
   const [row] = await bound<Row>(
     em,

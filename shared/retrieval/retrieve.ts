@@ -52,9 +52,14 @@ type Analyzed = QueryTerms & {
   /** For the in-memory index: the account's record_index_version and each query word's lexemes. */
   version: string;
   wordLexemes: string[][];
+  /** The query's lexemes as a set: the positions every candidate's vector keeps. */
+  keep: ReadonlySet<string>;
   /** The memory tables' candidates (messages and claims), fetched by the same statement. */
   memory: Candidate[];
 };
+
+/** Source records only: the memory tables come with the query's first statement. */
+const RECORDS_ONLY: Partial<Tables> = { records: true, messages: false, claims: false };
 
 /**
  * The query's first statement: its lexemes, the account's index version, each word's lexemes, and
@@ -74,7 +79,7 @@ async function analyze(em: EntityManager, text: string, b: Boundary, ws: string[
   const lexemes = [...v.positions.entries()].sort((a, b) => Math.min(...a[1]) - Math.min(...b[1])).map(([l]) => l);
   const keep = new Set(lexemes);
   return {
-    lexemes, positions: v.positions, version: row?.version ?? '', wordLexemes: row?.wl ?? [],
+    lexemes, positions: v.positions, version: row?.version ?? '', wordLexemes: row?.wl ?? [], keep,
     memory: mem && row ? mem.read(row, keep) : [],
   };
 }
@@ -87,15 +92,14 @@ async function indexedRecords(
   em: EntityManager, index: TermIndex, b: Boundary, match: Extract<Match, { type: 'fts' }>, limit: number,
   analyzed: Promise<Analyzed>, keep: Promise<ReadonlySet<string>>, positions: boolean,
 ): Promise<Candidate[]> {
-  const records: Partial<Tables> = { records: true, messages: false, claims: false };
   const a = await analyzed;
   const terms: IndexTerm[] = match.words.flatMap((_, i) => (a.wordLexemes[i] ?? []).map((lexeme) => ({ lexeme, prefix: match.prefix[i]! })));
   // Without positions to rank by, the copy also says which query lexemes each record holds, and the
   // records' tsvectors need not be fetched.
   const top = index.top(b, a.version, terms, limit, positions ? {} : { report: a.lexemes });
-  if (!top) return fetchCandidates(em, b, match, limit, records, keep);
+  if (!top) return fetchCandidates(em, b, match, limit, RECORDS_ONLY, keep);
   if (!top.ids.length) return [];
-  return fetchCandidates(em, b, { type: 'scored', ids: top.ids, scores: top.scores, lexemes: top.lexemes }, limit, records, keep);
+  return fetchCandidates(em, b, { type: 'scored', ids: top.ids, scores: top.scores, lexemes: top.lexemes }, limit, RECORDS_ONLY, keep);
 }
 
 // Document frequencies change slowly and only steer ranking (never what is authorized), so each API
@@ -170,13 +174,12 @@ export async function retrieve(
   // Messages and claims come with the first statement; source records after it (ranked in memory) or
   // beside it (ranked by PostgreSQL).
   const analyzed = analyze(em, query, boundary, ws, match, plan.candidates, tables?.messages !== false);
-  const keep = analyzed.then((t) => new Set(t.lexemes));
-  const records: Partial<Tables> = { records: true, messages: false, claims: false };
+  const keep = analyzed.then((a) => a.keep);
   const candidates = Promise.all([
     analyzed.then((a) => a.memory),
     opts.index && boundary.includeSources
       ? indexedRecords(em, opts.index, boundary, match, plan.candidates, analyzed, keep, strategy !== 'efficient')
-      : fetchCandidates(em, boundary, match, plan.candidates, records, keep),
+      : fetchCandidates(em, boundary, match, plan.candidates, RECORDS_ONLY, keep),
   ]).then((parts) => parts.flat());
   const [terms, first, stats0] = await Promise.all([
     analyzed,
