@@ -24,8 +24,13 @@ export type Match =
   | { type: 'trgm'; term: string }
   | { type: 'recent' }
   | { type: 'ids'; ids: string[] }
-  /** Source records already ranked by the in-memory impact index (term-index.ts): fetched, not searched. */
-  | { type: 'scored'; ids: string[]; scores: number[]; lexemes?: string[][] };
+  /**
+   * Source records already ranked by the in-memory impact index (term-index.ts): fetched, not searched.
+   * Each record's vector comes as one of: `lexemes`, the query lexemes it holds (no positions or
+   * length: ranking without positions); `keep` with `lengths`, the positions of those lexemes only,
+   * filtered in PostgreSQL, and its length as the index holds it; neither, its whole tsvector.
+   */
+  | { type: 'scored'; ids: string[]; scores: number[]; lexemes?: string[][]; keep?: string[]; lengths?: number[] };
 
 /** How a candidate was found. */
 export type Via = Exclude<Match['type'], 'scored'>;
@@ -120,12 +125,14 @@ function recordSql(b: Boundary, m: Match, limit: number): Sql {
   if (m.type === 'scored') {
     // The boundary is applied again here: the in-memory ranking never decides what may be returned.
     // With the records' query lexemes known (the efficient preset ranks without positions), their
-    // tsvectors are not sent.
-    const select = m.lexemes ? RECORD_SELECT.replace('r.tsv::text as tsv', 'null::text as tsv') : RECORD_SELECT;
+    // tsvectors are not sent. With `keep`, only those lexemes' positions are: setweight marks them
+    // (records' vectors carry no weights) and ts_filter keeps the marked, a tenth of the text to send
+    // and parse. The ids and scores travel as array literals, built here in one join each.
+    const tsv = m.lexemes ? 'null::text as tsv' : m.keep ? "ts_filter(setweight(r.tsv, 'A', ?::text[]), '{a}')::text as tsv" : null;
     return {
-      text: `with hit as (select * from unnest(?::uuid[], ?::real[]) h(id, score)) ${select}
+      text: `with hit as (select * from unnest(?::uuid[], ?::real[]) h(id, score)) ${tsv ? RECORD_SELECT.replace('r.tsv::text as tsv', tsv) : RECORD_SELECT}
         where r.account_id = ? and ${sourceWhere.join(' and ')}`,
-      params: [m.ids, m.scores, b.accountId, ...params],
+      params: [`{${m.ids.join(',')}}`, `{${m.scores.join(',')}}`, ...(m.keep && !m.lexemes ? [m.keep] : []), b.accountId, ...params],
     };
   }
   const where = ['r.account_id = ?', ...sourceWhere];
@@ -235,12 +242,18 @@ function toClaim(r: Row, via: Via, keep?: ReadonlySet<string>): Candidate {
 export type Tables = { records: boolean; messages: boolean; claims: boolean };
 
 /**
- * The vector of a record fetched without its tsvector: the query lexemes it holds, without positions
- * or length (what ranking without positions, the efficient preset, and the matched-terms report use).
+ * Completes the vectors of records ranked in memory from what the index knows: the query lexemes each
+ * holds, without positions or length (what ranking without positions, the efficient preset, and the
+ * matched-terms report use), or the length of a vector fetched with the query's lexemes only.
  */
-function knownVector(m: Extract<Match, { type: 'scored' }>, id: string, keep?: ReadonlySet<string>): TsVector {
-  const lexemes = m.lexemes![m.ids.indexOf(id)] ?? [];
-  return { positions: new Map(lexemes.filter((l) => !keep || keep.has(l)).map((l) => [l, []])), length: 0 };
+function completeVectors(m: Extract<Match, { type: 'scored' }>, cands: Candidate[], keep?: ReadonlySet<string>): void {
+  if (!m.lexemes && !m.lengths) return;
+  const at = new Map(m.ids.map((id, i) => [id, i]));
+  for (const c of cands) {
+    const i = at.get(c.ref.id)!;
+    if (m.lexemes) c.vector = { positions: new Map(m.lexemes[i]!.filter((l) => !keep || keep.has(l)).map((l) => [l, []])), length: 0 };
+    else c.vector.length = m.lengths![i]!;
+  }
 }
 
 /**
@@ -261,7 +274,7 @@ export async function fetchCandidates(
     (m.type === 'scored' ? prepared<Row> : bound<Row>)(em, sql.text, sql.params).then(async (rows) => {
       const k = await keep;
       const out = rows.map((r) => map(r, via, k));
-      if (m.type === 'scored' && m.lexemes) for (const c of out) c.vector = knownVector(m, c.ref.id, k);
+      if (m.type === 'scored') completeVectors(m, out, k);
       return out;
     });
   if (want.records && b.includeSources) jobs.push(run(recordSql(b, m, limit), toRecord));

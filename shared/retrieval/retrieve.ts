@@ -99,7 +99,9 @@ async function indexedRecords(
   const top = index.top(b, a.version, terms, limit, positions ? {} : { report: a.lexemes });
   if (!top) return fetchCandidates(em, b, match, limit, RECORDS_ONLY, keep);
   if (!top.ids.length) return [];
-  return fetchCandidates(em, b, { type: 'scored', ids: top.ids, scores: top.scores, lexemes: top.lexemes }, limit, RECORDS_ONLY, keep);
+  // Ranking by positions needs only the query lexemes' positions and each record's length.
+  const vectors = positions ? { keep: a.lexemes, lengths: top.lengths } : { lexemes: top.lexemes };
+  return fetchCandidates(em, b, { type: 'scored', ids: top.ids, scores: top.scores, ...vectors }, limit, RECORDS_ONLY, keep);
 }
 
 // Document frequencies change slowly and only steer ranking (never what is authorized), so each API

@@ -27,8 +27,12 @@ import { IMPACT, RECORD_LENGTH } from './terms.ts';
 export const INDEX_VERSION_SQL = 'coalesce((select version from record_index_version where account_id = ?), 0)::text';
 
 export type IndexTerm = { lexeme: string; prefix: boolean };
-/** With `lexemes`: per record, which of the lexemes asked about it holds (what its tsvector would show). */
-export type TopRecords = { ids: string[]; scores: number[]; lexemes?: string[][] };
+/**
+ * `lengths`: each record's length as ts_rank counts it (RECORD_LENGTH), so ranking need not fetch
+ * whole tsvectors to learn it. With `lexemes`: per record, which of the lexemes asked about it holds
+ * (what its tsvector would show).
+ */
+export type TopRecords = { ids: string[]; scores: number[]; lengths: number[]; lexemes?: string[][] };
 
 export type TermIndex = {
   /**
@@ -48,7 +52,7 @@ const LOAD_PAGE = 500;
 const MAX_SEGMENTS = 8;
 /** Estimated bytes per posting (record id index and impact) and per record (id string and source). */
 const POSTING_BYTES = 8;
-const RECORD_BYTES = 96;
+const RECORD_BYTES = 100;
 /** A too-large account is checked again after this long, or as soon as its version changes. */
 const TOO_LARGE_RETRY_MS = 10 * 60_000;
 
@@ -128,6 +132,7 @@ class AccountTerms {
   readonly sourceDocs: number[] = [];
   readonly docIds: string[] = [];
   docSource = new Int32Array(1024);
+  docLength = new Int32Array(1024);
   readonly terms = new Map<string, Segment[]>();
   postings = 0;
   deadDocs = 0;
@@ -163,14 +168,19 @@ class AccountTerms {
     this.deadDocs += this.sourceDocs[idx]!;
   }
 
-  addDoc(id: string, source: number): number {
+  addDoc(id: string, source: number, length: number): number {
     const idx = this.docIds.push(id) - 1;
     if (idx === this.docSource.length) {
-      const grown = new Int32Array(this.docSource.length * 2);
-      grown.set(this.docSource);
-      this.docSource = grown;
+      const grow = (a: Int32Array) => {
+        const grown = new Int32Array(a.length * 2);
+        grown.set(a);
+        return grown;
+      };
+      this.docSource = grow(this.docSource);
+      this.docLength = grow(this.docLength);
     }
     this.docSource[idx] = source;
+    this.docLength[idx] = length;
     this.sourceDocs[source]!++;
     return idx;
   }
@@ -230,7 +240,7 @@ class AccountTerms {
       seen.add(key);
       return true;
     });
-    if (!q.length || limit <= 0) return { ids: [], scores: [] };
+    if (!q.length || limit <= 0) return { ids: [], scores: [], lengths: [] };
     const allowed = new Uint8Array(this.sourceIds.length);
     const audiences = b.audiences ? new Set(b.audiences) : null;
     const selected = b.sourceIds ? new Set(b.sourceIds) : null;
@@ -274,8 +284,9 @@ class AccountTerms {
     }
     const top = heap.sorted();
     const ids = top.docs.map((d) => this.docIds[d]!);
-    if (!report) return { ids, scores: top.scores };
-    return { ids, scores: top.scores, lexemes: top.docs.map((d) => report.filter((l) => this.holds(l, d))) };
+    const lengths = top.docs.map((d) => this.docLength[d]!);
+    if (!report) return { ids, scores: top.scores, lengths };
+    return { ids, scores: top.scores, lengths, lexemes: top.docs.map((d) => report.filter((l) => this.holds(l, d))) };
   }
 
   /** Whether record `d` holds `lexeme`: each segment lists its records in ascending order (loads append). */
@@ -346,7 +357,7 @@ class TopK {
   }
 }
 
-type Row = { id: string; source_id: string; lexemes: string | null; impacts: string | null };
+type Row = { id: string; source_id: string; len: number; lexemes: string | null; impacts: string | null };
 
 /** Separates lexemes in one string per record (PostgreSQL's parser never puts a control character in a lexeme). */
 const SEP = '\u001f';
@@ -360,7 +371,7 @@ async function loadSources(em: EntityManager, into: AccountTerms, sourceIds: str
     // sent as arrays: splitting a string is native, parsing array literals in JavaScript was most of
     // the load. A float4 prints as the shortest text that reads back as the same float4.
     await bound(tx, `declare cairn_term_load no scroll cursor for
-      select r.id, r.source_id, t.lexemes, t.impacts
+      select r.id, r.source_id, l.len, t.lexemes, t.impacts
         from record r
         ${RECORD_LENGTH}
         cross join lateral (select string_agg(u.lexeme, chr(31)) as lexemes, string_agg(${IMPACT}::text, ',') as impacts
@@ -370,7 +381,7 @@ async function loadSources(em: EntityManager, into: AccountTerms, sourceIds: str
       const rows = await bound<Row>(tx, `fetch forward ${LOAD_PAGE} from cairn_term_load`, []);
       for (const r of rows) {
         if (!r.lexemes || !r.impacts) continue;
-        const doc = into.addDoc(r.id, sourceIdx.get(r.source_id)!);
+        const doc = into.addDoc(r.id, sourceIdx.get(r.source_id)!, r.len);
         const lexemes = r.lexemes.split(SEP);
         const impacts = r.impacts.split(',');
         for (let i = 0; i < lexemes.length; i++) {
