@@ -5,7 +5,7 @@ import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
-import { closedLoop } from '../lib/closed-loop.ts';
+import { closedLoop, type Warmup } from '../lib/closed-loop.ts';
 import { childPid, treeCpuMs } from '../lib/machine.ts';
 import { waitForBackgroundWork } from '../lib/drain.ts';
 import type { Metric } from '../lib/results.ts';
@@ -35,8 +35,9 @@ export const memory: Benchmark = {
     'The real API over HTTP and one worker (bin/worker.ts as a separate process) on the real Temporal dev ' +
     'server and PostgreSQL. Each write is one user message (a realistic sentence, half of which yield a ' +
     'claim) to one of 64 peers. Receipt latency: 16 concurrent writers, time from sending ' +
-    'POST .../messages to its 200 receipt, after 160 unmeasured writes at 16 writers (connections opened, ' +
-    'statements prepared). Write-to-succeeded: one writer at a time, from sending the ' +
+    'POST .../messages to its 200 receipt, after 160 unmeasured writes at 16 writers by the same load ' +
+    'generator (connections opened, statements prepared, the generator compiled) and the background work ' +
+    'they made drained. Write-to-succeeded: one writer at a time, from sending the ' +
     'write until the event row is `succeeded` (polled in PostgreSQL every 2 ms). Sustained: 16 writers ' +
     'for 60 s; writes/s is the number of writes accepted in the window divided by the time until the last ' +
     'of their events finished; afterwards every event must be `succeeded` (none queued, running or failed).',
@@ -75,11 +76,12 @@ export const memory: Benchmark = {
     };
     // Concurrent writers run in a worker thread (closed loop), so the load generator does not share the
     // in-process API's event loop; each of its requests is a distinct message to one of the peers.
-    const writers = (maxRequests: number, durationSeconds: number) => closedLoop({
+    const writers = (maxRequests: number, durationSeconds: number, warmup?: Warmup) => closedLoop({
       headers, requests: Array.from({ length: 4096 }, (_, i) => writeRequest(n + i)), connections: WRITERS, durationSeconds, maxRequests,
+      ...(warmup ? { warmup } : {}),
     }).then((sample) => {
       if (sample.errors) throw new Error(`${sample.errors} writes failed, first: ${sample.firstError}`);
-      n += sample.latenciesMs.length;
+      n += sample.warmedUp + sample.latenciesMs.length;
       return sample;
     });
     const conn = () => orm.em.fork().getConnection();
@@ -111,14 +113,21 @@ export const memory: Benchmark = {
 
     // 2. Receipt latency at 16 concurrent writers, and where the machine time went meanwhile (the API's
     // main thread; PostgreSQL, the Temporal server and the worker as child processes).
-    // Warm-up at 16 writers first, as the query benchmark warms each case: the pool opens its other
-    // connections (authentication, then each prepared statement planned once per connection) and the
-    // worker's batch workflows start; a service under load has done that already.
-    await writers(WARMUP_WRITES, 600);
-    await waitForBackgroundWork(orm, 300_000, 20);
-    const apiCpu0 = process.threadCpuUsage();
-    const children0 = await treeCpuMs(trees);
-    const receiptSample = await writers(receiptWrites, 600);
+    // Warm-up at 16 writers first, by the same load generator, as the query benchmark warms each case:
+    // the pool opens its other connections (authentication, then each prepared statement planned once
+    // per connection), the worker's batch workflows start and the generator's HTTP client is compiled;
+    // a service under load has done that already. The background work it made is drained before the
+    // measured writes start.
+    let apiCpu0 = process.threadCpuUsage();
+    let children0 = await treeCpuMs(trees);
+    const receiptSample = await writers(receiptWrites, 600, {
+      requests: WARMUP_WRITES,
+      then: async () => {
+        await waitForBackgroundWork(orm, 300_000, 20);
+        apiCpu0 = process.threadCpuUsage();
+        children0 = await treeCpuMs(trees);
+      },
+    });
     const apiCpuMs = (({ user, system }) => (user + system) / 1000)(process.threadCpuUsage(apiCpu0));
     const children1 = await treeCpuMs(trees);
     await waitForBackgroundWork(orm, 300_000, 20);

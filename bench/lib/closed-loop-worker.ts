@@ -16,9 +16,12 @@ export type ClosedLoopOptions = {
   maxRequests: number;
   /** A 2xx answer whose body contains this is an error too (MCP tool errors arrive with 200). */
   errorMarker?: string;
+  /** Unmeasured requests first; then the worker posts `{ warmed: true }` and waits for `go`. */
+  warmupRequests?: number;
 };
 
-export type ClosedLoopSample = { latenciesMs: number[]; durationSeconds: number; errors: number; firstError?: string };
+/** `warmedUp`: requests sent before the measured ones (they used requests[0..warmedUp-1]). */
+export type ClosedLoopSample = { latenciesMs: number[]; durationSeconds: number; errors: number; firstError?: string; warmedUp: number };
 
 const opts = workerData as ClosedLoopOptions;
 const dispatcher = new Agent({ connections: opts.connections, keepAliveTimeout: 30_000 });
@@ -59,9 +62,22 @@ async function client(deadline: number) {
   }
 }
 
+const warmup = opts.warmupRequests ?? 0;
+if (warmup > 0) {
+  const limit = opts.maxRequests;
+  opts.maxRequests = warmup;
+  await Promise.all(Array.from({ length: opts.connections }, () => client(Date.now() + 600_000)));
+  if (errors) throw new Error(`${errors} warm-up requests failed, first: ${firstError}`);
+  latenciesMs.length = 0;
+  opts.maxRequests = warmup + limit;
+  parentPort!.postMessage({ warmed: true });
+  await new Promise((resolve) => parentPort!.once('message', resolve));
+}
 const started = performance.now();
 const deadline = Date.now() + opts.durationSeconds * 1000;
 await Promise.all(Array.from({ length: opts.connections }, () => client(deadline)));
-const sample: ClosedLoopSample = { latenciesMs, durationSeconds: (performance.now() - started) / 1000, errors, ...(firstError ? { firstError } : {}) };
+const sample: ClosedLoopSample = {
+  latenciesMs, durationSeconds: (performance.now() - started) / 1000, errors, warmedUp: Math.min(warmup, sent), ...(firstError ? { firstError } : {}),
+};
 parentPort!.postMessage({ sample });
 await dispatcher.close();

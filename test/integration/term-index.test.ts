@@ -87,6 +87,23 @@ describe('ranking', () => {
     expect(compared).toBeGreaterThan(500);
   });
 
+  it('the best k are the first k of the whole order, ties at the cut broken by id', async () => {
+    let tiedCuts = 0;
+    for (const q of questions) {
+      const { terms } = await indexTerms(q, true);
+      const all = index.top(boundary(A), await version(A), terms, 100_000)!;
+      for (const k of [1, 7, 30, 120]) {
+        const some = index.top(boundary(A), await version(A), terms, k)!;
+        expect(some.ids).toEqual(all.ids.slice(0, k));
+        expect(some.scores).toEqual(all.scores.slice(0, k));
+        expect(some.lengths).toEqual(all.lengths.slice(0, k));
+        if (all.ids.length > k && all.scores[k - 1] === all.scores[k]) tiedCuts++;
+      }
+    }
+    // Some cuts fall inside a run of equal scores, where only the ids decide.
+    expect(tiedCuts).toBeGreaterThan(0);
+  });
+
   it.each(['efficient', 'accuracy'] as Strategy[])('retrieve (%s) returns what it returns without the index', async (strategy) => {
     // Besides the labelled questions: hyphenated words (one lexeme for the whole, others per part) and
     // words no record holds, for the matched and unmatched terms a query reports.
