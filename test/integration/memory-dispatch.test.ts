@@ -238,4 +238,36 @@ describe('memory event dispatch', () => {
       for (const w of workers) await w.stop();
     }
   });
+
+  it('claims updated after they are written (a later conflict) are updated in place, leaving every index alone', async () => {
+    // Claims of one peer fill their pages as a busy peer's do; a later conflicting claim then updates the
+    // earliest of them. Without free room on their pages (fillfactor, migration 0019) each such update
+    // would write a new row version elsewhere and insert it into all five of the table's indexes.
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query('begin');
+      const peer = randomUUID();
+      await client.query("insert into memory_peer (id, account_id, label) values ($1, $2, $3)", [peer, accountId, tag('hot')]);
+      await client.query(
+        `insert into memory_claim (id, account_id, peer_id, content, state, authority, eligibility, support_status, head_revision, valid_from, slot)
+         select gen_random_uuid(), $1, $2, 'I live in Place' || g || ', near the river.', 'current', 'inferred_memory', 'eligible',
+                'supported', md5(g::text), now(), 'home'
+           from generate_series(1, 400) g`,
+        [accountId, peer],
+      );
+      const { rows: [u] } = await client.query(
+        `with first as (select id from memory_claim where peer_id = $1 order by ctid limit 10)
+         update memory_claim c set conflicts_with = c.conflicts_with || gen_random_uuid(), support_status = 'conflicting'
+           from first where c.id = first.id returning 1`,
+        [peer],
+      ).then((r) => ({ rows: [r.rowCount] }));
+      expect(u).toBe(10);
+      const { rows: [hot] } = await client.query("select pg_stat_get_xact_tuples_hot_updated('memory_claim'::regclass)::int as n");
+      expect(hot.n).toBe(10);
+    } finally {
+      await client.query('rollback').catch(() => {});
+      await client.end();
+    }
+  });
 });

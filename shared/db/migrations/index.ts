@@ -16,6 +16,7 @@ import { Migration0015RecordLexicon } from './0015-record-lexicon.ts';
 import { Migration0016MemoryWriteFunction } from './0016-memory-write-function.ts';
 import { Migration0017RecordIndexVersion } from './0017-record-index-version.ts';
 import { Migration0018MemoryWriteNoNotify } from './0018-memory-write-no-notify.ts';
+import { Migration0019MemoryFillfactor } from './0019-memory-fillfactor.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -42,4 +43,5 @@ export const migrationsList = [
   { name: '0016-memory-write-function', class: Migration0016MemoryWriteFunction },
   { name: '0017-record-index-version', class: Migration0017RecordIndexVersion },
   { name: '0018-memory-write-no-notify', class: Migration0018MemoryWriteNoNotify },
+  { name: '0019-memory-fillfactor', class: Migration0019MemoryFillfactor },
 ];
