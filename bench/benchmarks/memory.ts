@@ -133,15 +133,6 @@ export const memory: Benchmark = {
     });
     const apiCpuMs = (({ user, system }) => (user + system) / 1000)(process.threadCpuUsage(apiCpu0));
     const children1 = await treeCpuMs(trees);
-    if (process.env.HOTCHECK) {
-      const rows = await orm.em.fork().getConnection().execute<any[]>(`select relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del, n_dead_tup, autovacuum_count, autoanalyze_count from pg_stat_user_tables where relname like 'memory%' or relname in ('credit_balance','quota_usage')`);
-      for (const r of rows) ctx.log(`stat ${JSON.stringify(r)}`);
-      await orm.em.fork().getConnection().execute('create extension if not exists pgstattuple').catch((e: unknown) => ctx.log(String(e)));
-      for (const ix of ['memory_claim_tsv_idx', 'memory_claim_trgm_idx', 'memory_message_tsv_idx', 'memory_message_trgm_idx']) {
-        const g = await orm.em.fork().getConnection().execute<any[]>(`select * from pgstatginindex('${ix}')`).catch((e: unknown) => [{ err: String(e) }]);
-        ctx.log(`gin ${ix} ${JSON.stringify(g[0])}`);
-      }
-    }
     await waitForBackgroundWork(orm, 300_000, 20);
     const rec = summarize(receiptSample.latenciesMs);
     const perWrite = (name: keyof typeof trees) => (children1[name] - children0[name]) / receiptSample.latenciesMs.length;
