@@ -50,7 +50,7 @@ export type TermIndex = {
 const LOAD_PAGE = 500;
 /** Segments per lexeme before they are merged into one (each incremental load adds one). */
 const MAX_SEGMENTS = 8;
-/** Estimated bytes per posting (record id index and impact) and per record (id string and source). */
+/** Estimated bytes per posting (record id index and impact) and per record (id string, source and length). */
 const POSTING_BYTES = 8;
 const RECORD_BYTES = 100;
 /** A too-large account is checked again after this long, or as soon as its version changes. */
