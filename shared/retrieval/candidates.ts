@@ -128,11 +128,15 @@ function recordSql(b: Boundary, m: Match, limit: number): Sql {
     // tsvectors are not sent. With `keep`, only those lexemes' positions are: setweight marks them
     // (records' vectors carry no weights) and ts_filter keeps the marked, a tenth of the text to send
     // and parse. The ids and scores travel as array literals, built here in one join each.
-    const tsv = m.lexemes ? 'null::text as tsv' : m.keep ? "ts_filter(setweight(r.tsv, 'A', ?::text[]), '{a}')::text as tsv" : null;
+    const tsv = m.lexemes
+      ? { sql: 'null::text as tsv', params: [] }
+      : m.keep
+        ? { sql: "ts_filter(setweight(r.tsv, 'A', ?::text[]), '{a}')::text as tsv", params: [m.keep] }
+        : { sql: 'r.tsv::text as tsv', params: [] };
     return {
-      text: `with hit as (select * from unnest(?::uuid[], ?::real[]) h(id, score)) ${tsv ? RECORD_SELECT.replace('r.tsv::text as tsv', tsv) : RECORD_SELECT}
+      text: `with hit as (select * from unnest(?::uuid[], ?::real[]) h(id, score)) ${RECORD_SELECT.replace('r.tsv::text as tsv', tsv.sql)}
         where r.account_id = ? and ${sourceWhere.join(' and ')}`,
-      params: [`{${m.ids.join(',')}}`, `{${m.scores.join(',')}}`, ...(m.keep && !m.lexemes ? [m.keep] : []), b.accountId, ...params],
+      params: [`{${m.ids.join(',')}}`, `{${m.scores.join(',')}}`, ...tsv.params, b.accountId, ...params],
     };
   }
   const where = ['r.account_id = ?', ...sourceWhere];
