@@ -29,8 +29,10 @@ export type Match =
    * Each record's vector comes as one of: `lexemes`, the query lexemes it holds (no positions or
    * length: ranking without positions); `keep` with `lengths`, the positions of those lexemes only,
    * filtered in PostgreSQL, and its length as the index holds it; neither, its whole tsvector.
+   * `tids`: where each row was when the index loaded it (array literal elements), so each is read
+   * straight from its heap page (a TID scan) instead of through the primary key.
    */
-  | { type: 'scored'; ids: string[]; scores: number[]; lexemes?: string[][]; keep?: string[]; lengths?: number[] };
+  | { type: 'scored'; ids: string[]; scores: number[]; tids?: string[]; lexemes?: string[][]; keep?: string[]; lengths?: number[] };
 
 /** How a candidate was found. */
 export type Via = Exclude<Match['type'], 'scored'>;
@@ -133,10 +135,15 @@ function recordSql(b: Boundary, m: Match, limit: number): Sql {
       : m.keep
         ? { sql: "ts_filter(setweight(r.tsv, 'A', ?::text[]), '{a}')::text as tsv", params: [m.keep] }
         : { sql: 'r.tsv::text as tsv', params: [] };
+    // By ctid, the id must match too: a row that moved is simply not found there (fetchCandidates
+    // then asks for it by id).
+    const [hit, join, tids] = m.tids
+      ? ['unnest(?::uuid[], ?::real[], ?::tid[]) h(id, score, tid)', 'r.ctid = hit.tid and r.id = hit.id', [`{${m.tids.join(',')}}`]]
+      : ['unnest(?::uuid[], ?::real[]) h(id, score)', 'r.id = hit.id', []];
     return {
-      text: `with hit as (select * from unnest(?::uuid[], ?::real[]) h(id, score)) ${RECORD_SELECT.replace('r.tsv::text as tsv', tsv.sql)}
+      text: `with hit as (select * from ${hit}) ${RECORD_SELECT.replace('r.tsv::text as tsv', tsv.sql).replace('r.id = hit.id', join)}
         where r.account_id = ? and ${sourceWhere.join(' and ')}`,
-      params: [`{${m.ids.join(',')}}`, `{${m.scores.join(',')}}`, ...tsv.params, b.accountId, ...params],
+      params: [`{${m.ids.join(',')}}`, `{${m.scores.join(',')}}`, ...tids, ...tsv.params, b.accountId, ...params],
     };
   }
   const where = ['r.account_id = ?', ...sourceWhere];
@@ -261,6 +268,22 @@ function completeVectors(m: Extract<Match, { type: 'scored' }>, cands: Candidate
 }
 
 /**
+ * The records of a by-ctid fetch that were not where the index saw them (moved by VACUUM FULL or
+ * CLUSTER), by id. Rows the boundary excludes are missing too and stay so: nothing is found for them.
+ */
+async function movedRecords(em: EntityManager, b: Boundary, m: Extract<Match, { type: 'scored' }>, found: Row[], limit: number): Promise<Row[]> {
+  const have = new Set(found.map((r) => r.id));
+  const at = m.ids.flatMap((id, i) => (have.has(id) ? [] : [i]));
+  const pick = <T>(xs: T[] | undefined) => xs && at.map((i) => xs[i]!);
+  const rest: Extract<Match, { type: 'scored' }> = {
+    type: 'scored', ids: pick(m.ids)!, scores: pick(m.scores)!, ...(m.keep ? { keep: m.keep } : {}),
+    ...(m.lexemes ? { lexemes: pick(m.lexemes) } : {}), ...(m.lengths ? { lengths: pick(m.lengths) } : {}),
+  };
+  const sql = recordSql(b, rest, limit);
+  return prepared<Row>(em, sql.text, sql.params);
+}
+
+/**
  * Candidates from every table the boundary includes, fetched concurrently. `keep`: the lexemes whose
  * positions the vectors need (the query's; ranking looks at no others), all when omitted.
  */
@@ -276,6 +299,7 @@ export async function fetchCandidates(
   // other statements are occasional.
   const run = (sql: Sql, map: (r: Row, via: Via, keep?: ReadonlySet<string>) => Candidate) =>
     (m.type === 'scored' ? prepared<Row> : bound<Row>)(em, sql.text, sql.params).then(async (rows) => {
+      if (m.type === 'scored' && m.tids && rows.length < m.ids.length) rows = rows.concat(await movedRecords(em, b, m, rows, limit));
       const k = await keep;
       const out = rows.map((r) => map(r, via, k));
       if (m.type === 'scored') completeVectors(m, out, k);

@@ -101,7 +101,7 @@ async function indexedRecords(
   if (!top.ids.length) return [];
   // Ranking by positions needs only the query lexemes' positions and each record's length.
   const vectors = positions ? { keep: a.lexemes, lengths: top.lengths } : { lexemes: top.lexemes };
-  return fetchCandidates(em, b, { type: 'scored', ids: top.ids, scores: top.scores, ...vectors }, limit, RECORDS_ONLY, keep);
+  return fetchCandidates(em, b, { type: 'scored', ids: top.ids, scores: top.scores, tids: top.tids, ...vectors }, limit, RECORDS_ONLY, keep);
 }
 
 // Document frequencies change slowly and only steer ranking (never what is authorized), so each API

@@ -28,11 +28,13 @@ export const INDEX_VERSION_SQL = 'coalesce((select version from record_index_ver
 
 export type IndexTerm = { lexeme: string; prefix: boolean };
 /**
- * `lengths`: each record's length as ts_rank counts it (RECORD_LENGTH), so ranking need not fetch
+ * `tids`: each record's physical place (ctid) when it was loaded, so the fetch can go straight to the
+ * row instead of through the primary key; a row that has moved since (VACUUM FULL, CLUSTER) is found
+ * by id instead (candidates.ts). `lengths`: each record's length as ts_rank counts it (RECORD_LENGTH), so ranking need not fetch
  * whole tsvectors to learn it. With `lexemes`: per record, which of the lexemes asked about it holds
  * (what its tsvector would show).
  */
-export type TopRecords = { ids: string[]; scores: number[]; lengths: number[]; lexemes?: string[][] };
+export type TopRecords = { ids: string[]; scores: number[]; lengths: number[]; tids: string[]; lexemes?: string[][] };
 
 export type TermIndex = {
   /**
@@ -50,9 +52,9 @@ export type TermIndex = {
 const LOAD_PAGE = 500;
 /** Segments per lexeme before they are merged into one (each incremental load adds one). */
 const MAX_SEGMENTS = 8;
-/** Estimated bytes per posting (record id index and impact) and per record (id string, source and length). */
+/** Estimated bytes per posting (record id index and impact) and per record (id string, source, length and ctid). */
 const POSTING_BYTES = 8;
-const RECORD_BYTES = 100;
+const RECORD_BYTES = 108;
 /** A too-large account is checked again after this long, or as soon as its version changes. */
 const TOO_LARGE_RETRY_MS = 10 * 60_000;
 
@@ -133,6 +135,8 @@ class AccountTerms {
   readonly docIds: string[] = [];
   docSource = new Int32Array(1024);
   docLength = new Int32Array(1024);
+  /** Each record's ctid when loaded, as block * 65536 + item (exact in a double). */
+  docTid = new Float64Array(1024);
   readonly terms = new Map<string, Segment[]>();
   postings = 0;
   deadDocs = 0;
@@ -168,19 +172,21 @@ class AccountTerms {
     this.deadDocs += this.sourceDocs[idx]!;
   }
 
-  addDoc(id: string, source: number, length: number): number {
+  addDoc(id: string, source: number, length: number, tid: number): number {
     const idx = this.docIds.push(id) - 1;
     if (idx === this.docSource.length) {
-      const grow = (a: Int32Array) => {
-        const grown = new Int32Array(a.length * 2);
+      const grow = <A extends Int32Array | Float64Array>(a: A, make: (n: number) => A): A => {
+        const grown = make(a.length * 2);
         grown.set(a);
         return grown;
       };
-      this.docSource = grow(this.docSource);
-      this.docLength = grow(this.docLength);
+      this.docSource = grow(this.docSource, (n) => new Int32Array(n));
+      this.docLength = grow(this.docLength, (n) => new Int32Array(n));
+      this.docTid = grow(this.docTid, (n) => new Float64Array(n));
     }
     this.docSource[idx] = source;
     this.docLength[idx] = length;
+    this.docTid[idx] = tid;
     this.sourceDocs[source]!++;
     return idx;
   }
@@ -240,7 +246,7 @@ class AccountTerms {
       seen.add(key);
       return true;
     });
-    if (!q.length || limit <= 0) return { ids: [], scores: [], lengths: [] };
+    if (!q.length || limit <= 0) return { ids: [], scores: [], lengths: [], tids: [] };
     const allowed = new Uint8Array(this.sourceIds.length);
     const audiences = b.audiences ? new Set(b.audiences) : null;
     const selected = b.sourceIds ? new Set(b.sourceIds) : null;
@@ -285,8 +291,9 @@ class AccountTerms {
     const top = heap.sorted();
     const ids = top.docs.map((d) => this.docIds[d]!);
     const lengths = top.docs.map((d) => this.docLength[d]!);
-    if (!report) return { ids, scores: top.scores, lengths };
-    return { ids, scores: top.scores, lengths, lexemes: top.docs.map((d) => report.filter((l) => this.holds(l, d))) };
+    const tids = top.docs.map((d) => formatTid(this.docTid[d]!));
+    if (!report) return { ids, scores: top.scores, lengths, tids };
+    return { ids, scores: top.scores, lengths, tids, lexemes: top.docs.map((d) => report.filter((l) => this.holds(l, d))) };
   }
 
   /** Whether record `d` holds `lexeme`: each segment lists its records in ascending order (loads append). */
@@ -357,7 +364,16 @@ class TopK {
   }
 }
 
-type Row = { id: string; source_id: string; len: number; lexemes: string | null; impacts: string | null };
+type Row = { id: string; source_id: string; tid: string; len: number; lexemes: string | null; impacts: string | null };
+
+/** A ctid as PostgreSQL prints it, "(block,item)", as one number; and back, quoted for an array literal. */
+export function parseTid(text: string): number {
+  const comma = text.indexOf(',');
+  return Number(text.slice(1, comma)) * 65536 + Number(text.slice(comma + 1, -1));
+}
+export function formatTid(tid: number): string {
+  return `"(${Math.floor(tid / 65536)},${tid % 65536})"`;
+}
 
 /** Separates lexemes in one string per record (PostgreSQL's parser never puts a control character in a lexeme). */
 const SEP = '\u001f';
@@ -371,7 +387,7 @@ async function loadSources(em: EntityManager, into: AccountTerms, sourceIds: str
     // sent as arrays: splitting a string is native, parsing array literals in JavaScript was most of
     // the load. A float4 prints as the shortest text that reads back as the same float4.
     await bound(tx, `declare cairn_term_load no scroll cursor for
-      select r.id, r.source_id, l.len, t.lexemes, t.impacts
+      select r.id, r.source_id, r.ctid::text as tid, l.len, t.lexemes, t.impacts
         from record r
         ${RECORD_LENGTH}
         cross join lateral (select string_agg(u.lexeme, chr(31)) as lexemes, string_agg(${IMPACT}::text, ',') as impacts
@@ -381,7 +397,7 @@ async function loadSources(em: EntityManager, into: AccountTerms, sourceIds: str
       const rows = await bound<Row>(tx, `fetch forward ${LOAD_PAGE} from cairn_term_load`, []);
       for (const r of rows) {
         if (!r.lexemes || !r.impacts) continue;
-        const doc = into.addDoc(r.id, sourceIdx.get(r.source_id)!, r.len);
+        const doc = into.addDoc(r.id, sourceIdx.get(r.source_id)!, r.len, parseTid(r.tid));
         const lexemes = r.lexemes.split(SEP);
         const impacts = r.impacts.split(',');
         for (let i = 0; i < lexemes.length; i++) {
