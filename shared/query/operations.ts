@@ -19,9 +19,12 @@ export type StoredOperation = { result: Record<string, unknown>; headers: Record
 
 /**
  * `reserved`: the credit reservation made with a new claim; absent when a stale claim was taken over
- * (the caller reserves then).
+ * (the caller reserves then). `alongside`: the row of the columns asked to be selected with a new
+ * claim; absent likewise.
  */
-export type Begun = { kind: 'started'; operationId: string; reserved?: Reserved } | { kind: 'replay'; stored: StoredOperation };
+export type Begun =
+  | { kind: 'started'; operationId: string; reserved?: Reserved; alongside?: Record<string, unknown> }
+  | { kind: 'replay'; stored: StoredOperation };
 
 type Row = { id: string; request_hash: string; status: 'running' | 'completed'; result: Record<string, unknown> | null; headers: Record<string, string> | null; expired: boolean; stale: boolean };
 
@@ -39,11 +42,16 @@ export function requestHash(value: unknown): string {
 /**
  * Claims the key (or finds what holds it). A new claim also reserves the operation's credits in the
  * same statement (cairn_reserve, with the operation's id as the reservation's): one round trip
- * instead of two. A refused reservation (402, 429) releases the claim and is thrown.
+ * instead of two. A refused reservation (402, 429) releases the claim and is thrown. `alongside`:
+ * read-only columns the operation needs first (the query's analysis), selected by the same statement
+ * when the claim is new.
  */
 export async function beginOperation(
   em: EntityManager,
-  input: { accountId: string; idempotencyKey: string; requestHash: string; retentionMs: number; reserve: Omit<ReserveInput, 'reservationId'> },
+  input: {
+    accountId: string; idempotencyKey: string; requestHash: string; retentionMs: number; reserve: Omit<ReserveInput, 'reservationId'>;
+    alongside?: { columns: string; params: unknown[] } | null;
+  },
 ): Promise<Begun> {
   const id = randomUUID();
   // The claim commits without waiting for its disk flush (synchronous_commit off for this statement's
@@ -51,21 +59,22 @@ export async function beginOperation(
   // that flushes this one with it (WAL is flushed in order). A crash before that loses at most a
   // claim whose query answered nothing; the retry then starts anew.
   const now = new Date();
-  const [created] = await prepared<ReserveRow>(
+  const alongside = input.alongside;
+  const [created] = await prepared<ReserveRow & Record<string, unknown>>(
     em,
     `with op as (
        insert into query_operation (id, account_id, idempotency_key, request_hash, status)
        select ?, ?, ?, ?, 'running' from (select set_config('synchronous_commit', 'off', true)) c
        on conflict (account_id, idempotency_key) do nothing returning id)
-     select f.* from op, lateral cairn_reserve(op.id, ?, ?, ?, ?, ?, ?) f`,
-    [id, input.accountId, input.idempotencyKey, input.requestHash, ...reserveArgs(input.reserve, now)],
+     select f.*${alongside ? `, ${alongside.columns}` : ''} from op, lateral cairn_reserve(op.id, ?, ?, ?, ?, ?, ?) f`,
+    [id, input.accountId, input.idempotencyKey, input.requestHash, ...(alongside?.params ?? []), ...reserveArgs(input.reserve, now)],
   );
   if (created) {
     const request = { ...input.reserve, reservationId: id };
     try {
       // 'stale': the balance is created or renewed, then reserved on its own (nothing was written).
       const reserved = created.r_status === 'stale' ? await reserve(em, request, now) : reservedFrom(request, created, now);
-      return { kind: 'started', operationId: id, reserved };
+      return { kind: 'started', operationId: id, reserved, ...(alongside ? { alongside: created } : {}) };
     } catch (err) {
       await abandonOperation(em, id);
       throw err;

@@ -10,7 +10,7 @@ import { AfterRetrievalError, runMetered } from '../metering/operation.ts';
 import { resolveBoundary, type Boundary } from '../retrieval/boundary.ts';
 import { fetchCited } from '../retrieval/candidates.ts';
 import { citationKey, openCitation } from '../retrieval/citations.ts';
-import { retrieve, type Retrieval } from '../retrieval/retrieve.ts';
+import { analysis, retrieve, type Retrieval } from '../retrieval/retrieve.ts';
 import type { TermIndex } from '../retrieval/term-index.ts';
 import { abandonOperation, beginOperation, completeOperation, requestHash } from './operations.ts';
 import { assemble, type Assembled } from './result.ts';
@@ -84,8 +84,11 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
     // precedes every answer, so reserve and settle need not wait for their own disk flush.
     flushLater: true,
   };
-  // A new claim reserves the credits in the same round trip; a replay reserves nothing.
+  // A new claim reserves the credits in the same round trip, and selects the query's analysis (its
+  // retrieval's first reads) with them; a replay reserves and analyses nothing.
+  const analysed = req.citationHandle ? null : analysis(boundary, req.query, preset);
   const begun = await beginOperation(deps.em, {
+    alongside: analysed,
     accountId: principal.accountId,
     idempotencyKey,
     requestHash: requestHash({ ...inputs, preset, audiences: principal.audiences }),
@@ -108,7 +111,7 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
         // A retrieval failure throws as is: everything is refunded (cost 0).
         const retrieval = req.citationHandle
           ? await citationLookup(deps, boundary, req.citationHandle)
-          : await retrieve(deps.em, boundary, req.query, preset, { index: deps.termIndex });
+          : await retrieve(deps.em, boundary, req.query, preset, { index: deps.termIndex, ...(begun.alongside ? { analyzed: begun.alongside } : {}) });
         try {
           const key = await citationKey(deps.em);
           const assembled = assemble({ req, preset, retrieval, boundary, key, accountId: principal.accountId });

@@ -49,7 +49,26 @@ const uuidText = (b: Buffer) => {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 };
 
+// A handle is a function of the key, the account and the row alone, and queries seal one per piece
+// of evidence, much of it the same evidence again: the most recent handles are kept per key
+// (the oldest go first), which spares an HMAC and a cipher setup per repeat.
+const SEALED_MAX = 50_000;
+const sealed = new WeakMap<Buffer, Map<string, string>>();
+
 export function sealCitation(key: Buffer, accountId: string, ref: CitedRef): string {
+  let cache = sealed.get(key);
+  if (!cache) sealed.set(key, (cache = new Map()));
+  const id = `${accountId}/${TABLE_CODE[ref.table]}/${ref.id}`;
+  let handle = cache.get(id);
+  if (handle === undefined) {
+    handle = seal(key, accountId, ref);
+    if (cache.size >= SEALED_MAX) cache.delete(cache.keys().next().value!);
+    cache.set(id, handle);
+  }
+  return handle;
+}
+
+function seal(key: Buffer, accountId: string, ref: CitedRef): string {
   const plain = Buffer.concat([Buffer.from([TABLE_CODE[ref.table]]), uuidBytes(ref.id)]);
   const aad = Buffer.from(accountId);
   const k = keyObject(key);

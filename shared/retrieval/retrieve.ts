@@ -62,26 +62,47 @@ type Analyzed = QueryTerms & {
 const RECORDS_ONLY: Partial<Tables> = { records: true, messages: false, claims: false };
 
 /**
- * The query's first statement: its lexemes, the account's index version, each word's lexemes, and
- * the full-text candidates of the memory tables (small tables: their ranking needs no other input).
+ * What a query's retrieval reads first, as columns of one select list (`columns` and its `params`):
+ * its lexemes, the account's index version, each word's lexemes, and the full-text candidates of the
+ * memory tables (small tables: their ranking needs no other input). The query route selects them in
+ * its operation claim's statement (shared/query/operations.ts), sparing a round trip; otherwise
+ * retrieve() selects them on their own. Null when the query has no words to search for.
  */
-async function analyze(em: EntityManager, text: string, b: Boundary, ws: string[], match: Extract<Match, { type: 'fts' }>, limit: number, memory: boolean): Promise<Analyzed> {
-  const mem = memory ? memoryColumns(b, match, limit) : null;
-  const [row] = await prepared<{ qv: string; version: string; wl: string[][] | null } & Record<string, unknown>>(
-    em,
-    `select to_tsvector('english', ?)::text as qv,
+export type Analysis = {
+  columns: string; params: unknown[]; read(row: Record<string, unknown>): Analyzed;
+  /** The query's words and its full-text match. */
+  ws: string[]; match: Extract<Match, { type: 'fts' }>;
+};
+
+export function analysis(boundary: Boundary, query: string | undefined, strategy: Strategy, recordsOnly?: boolean): Analysis | null {
+  const ws = query ? queryWords(query) : [];
+  if (!query || ws.length === 0) return null;
+  const { expand, candidates } = PLANS[strategy];
+  const match: Analysis['match'] = { type: 'fts', tsquery: orQuery(ws, expand), words: ws, prefix: ws.map((w) => asPrefix(w, expand)) };
+  const mem = recordsOnly ? null : memoryColumns(boundary, match, candidates);
+  return {
+    ws, match,
+    columns: `to_tsvector('english', ?)::text as qv,
             ${INDEX_VERSION_SQL} as version,
             (select json_agg(tsvector_to_array(to_tsvector('english', w.word)) order by w.n)
                from unnest(?::text[]) with ordinality w(word, n)) as wl${mem ? `, ${mem.columns}` : ''}`,
-    [text, b.accountId, ws, ...(mem?.params ?? [])],
-  );
-  const v = parseTsVector(row?.qv ?? null);
-  const lexemes = [...v.positions.entries()].sort((a, b) => Math.min(...a[1]) - Math.min(...b[1])).map(([l]) => l);
-  const keep = new Set(lexemes);
-  return {
-    lexemes, positions: v.positions, version: row?.version ?? '', wordLexemes: row?.wl ?? [], keep,
-    memory: mem && row ? mem.read(row, keep) : [],
+    params: [query, boundary.accountId, ws, ...(mem?.params ?? [])],
+    read(row) {
+      const v = parseTsVector((row.qv as string | undefined) ?? null);
+      const lexemes = [...v.positions.entries()].sort((a, b) => Math.min(...a[1]) - Math.min(...b[1])).map(([l]) => l);
+      const keep = new Set(lexemes);
+      return {
+        lexemes, positions: v.positions, version: (row.version as string | undefined) ?? '', wordLexemes: (row.wl as string[][] | null) ?? [], keep,
+        memory: mem ? mem.read(row, keep) : [],
+      };
+    },
   };
+}
+
+/** The analysis on its own: the query's first statement when nothing selected it before. */
+async function analyze(em: EntityManager, a: Analysis): Promise<Analyzed> {
+  const [row] = await prepared<Record<string, unknown>>(em, `select ${a.columns}`, a.params);
+  return a.read(row ?? {});
 }
 
 /**
@@ -158,24 +179,25 @@ export async function retrieve(
   boundary: Boundary,
   query: string | undefined,
   strategy: Strategy,
-  opts: { recordsOnly?: boolean; index?: TermIndex } = {},
+  /** `analyzed`: the row of a statement that selected analysis(boundary, query, strategy)'s columns. */
+  opts: { recordsOnly?: boolean; index?: TermIndex; analyzed?: Record<string, unknown> } = {},
 ): Promise<Retrieval> {
   const started = performance.now();
-  const plan = PLANS[strategy];
   const tables = opts.recordsOnly ? { messages: false, claims: false } : undefined;
-  const ws = query ? queryWords(query) : [];
-  if (!query || ws.length === 0) {
+  const plan = PLANS[strategy];
+  const reading = analysis(boundary, query, strategy, opts.recordsOnly);
+  if (!query || !reading) {
     // Scoped context without a query (or a query of stop words only): the most recent content in scope.
     const cands = query ? [] : await fetchCandidates(em, boundary, { type: 'recent' }, plan.candidates, tables);
     const terms = { lexemes: [], positions: new Map() };
     const ranked = rank(cands, terms, { docs: 1, df: new Map(), avgLength: 1 }, 'efficient');
     return { ranked, terms, candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
   }
-  const match: Extract<Match, { type: 'fts' }> = { type: 'fts', tsquery: orQuery(ws, plan.expand), words: ws, prefix: ws.map((w) => asPrefix(w, plan.expand)) };
+  const { ws, match } = reading;
   const needStats = strategy !== 'efficient';
   // Messages and claims come with the first statement; source records after it (ranked in memory) or
   // beside it (ranked by PostgreSQL).
-  const analyzed = analyze(em, query, boundary, ws, match, plan.candidates, tables?.messages !== false);
+  const analyzed = opts.analyzed ? Promise.resolve(reading.read(opts.analyzed)) : analyze(em, reading);
   const keep = analyzed.then((a) => a.keep);
   const candidates = Promise.all([
     analyzed.then((a) => a.memory),

@@ -31,6 +31,18 @@ describe('citation handles', () => {
     expect(openCitation(key, account, flipped)).toBeNull();
     expect(openCitation(key, account, 'cit_short')).toBeNull();
   });
+
+  it('a handle sealed again (kept from before) is the one for that key, account and row only', () => {
+    const h = sealCitation(key, account, ref);
+    const other = randomBytes(32);
+    expect(openCitation(other, account, sealCitation(other, account, ref))).toEqual(ref);
+    expect(sealCitation(other, account, ref)).not.toBe(h);
+    const elsewhere = randomUUID();
+    expect(openCitation(key, elsewhere, sealCitation(key, elsewhere, ref))).toEqual(ref);
+    const claim = { table: 'claim' as const, id: ref.id };
+    expect(openCitation(key, account, sealCitation(key, account, claim))).toEqual(claim);
+    expect(sealCitation(key, account, ref)).toBe(h);
+  });
 });
 
 describe('request rules', () => {
