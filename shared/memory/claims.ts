@@ -28,10 +28,20 @@ export type ClaimRow = {
   head_revision: string; revision: number; created_at: Date; updated_at: Date; peer_id: string; score?: number;
 };
 
+/**
+ * A claim with its conflicts both ways: conflicts_with holds the claims it contradicted when it was
+ * made, and `later` the claims made since that contradict it (they list it; migration 0020). A claim
+ * is conflicting while either side is non-empty, unless a person has asserted it.
+ */
 export const CLAIM_SELECT = `select c.id, c.content, p.label as peer_label, s.label as session_label, c.agent_id, c.authority,
-  c.state, c.eligibility, c.support_status, c.categories, c.valid_from, c.valid_to, c.message_id, c.span_start, c.span_end,
-  m.content as message_content, c.conflicts_with, c.warning, c.head_revision, c.revision, c.created_at, c.updated_at, c.peer_id
+  c.state, c.eligibility,
+  case when c.support_status = 'supported' and cardinality(later.ids) > 0 then 'conflicting' else c.support_status end as support_status,
+  c.categories, c.valid_from, c.valid_to, c.message_id, c.span_start, c.span_end,
+  m.content as message_content, c.conflicts_with || later.ids as conflicts_with, c.warning, c.head_revision, c.revision, c.created_at,
+  c.updated_at, c.peer_id
   from memory_claim c join memory_peer p on p.id = c.peer_id
+  cross join lateral (select coalesce(array_agg(o.id order by o.created_at, o.id), '{}') as ids from memory_claim o
+                       where o.conflicts_with @> array[c.id] and o.peer_id = c.peer_id and not (o.id = any(c.conflicts_with))) later
   left join memory_session s on s.id = c.session_id left join memory_message m on m.id = c.message_id`;
 
 export function claimRecord(r: ClaimRow): Claim {

@@ -29,7 +29,8 @@ const normalized = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' 
  * the peer already has a current claim for is surfaced as a conflict with it, never overwriting it;
  * hostile content is held for review), so a later event of the batch meets the claims of earlier ones
  * exactly as if they had been committed one by one. Then inserts the claims and their ADD history
- * entries, marks the conflicts on the claims they conflict with, makes the messages available and ends
+ * entries (a conflict is stored on the new claim only; reads add the other direction, CLAIM_SELECT),
+ * makes the messages available and ends
  * every event, succeeded (or failed when its peer or session is gone). Derived memory therefore becomes
  * readable exactly when its event succeeds. Claim ids are deterministic (uuid5 of the event id) and
  * inserts are ON CONFLICT DO NOTHING, so a retry after a crash writes nothing twice.
@@ -55,7 +56,6 @@ export async function commitAdds(em: Em, adds: DerivedAdd[]): Promise<EventEnd[]
     )) current.get(c.peer_id)!.push(c);
 
     const claims: ClaimRow[] = [];
-    const conflictsAdded = new Map<string, string[]>(); // existing claim id -> new claim ids it now conflicts with
     const ends: EventEnd[] = [];
     for (const { ev, messages, proposal: p } of adds) {
       if (!livePeers.has(ev.peer_id!) || !liveSessions.has(ev.session_id!)) {
@@ -93,7 +93,6 @@ export async function commitAdds(em: Em, adds: DerivedAdd[]): Promise<EventEnd[]
         categories: p.categories, warning, conflicts_with: conflicts, agent_id: ev.agent_id, head_revision: revisionToken(id, 1, p.content),
         valid_from: cited.created_at, slot: p.slot, audience: cited.audience,
       });
-      for (const other of conflicts) conflictsAdded.set(other, [...(conflictsAdded.get(other) ?? []), id]);
       if (!hostile) peerClaims.push({ id, peer_id: ev.peer_id!, content: p.content, slot: p.slot });
       Object.assign(outcome, {
         claim_id: id,
@@ -102,16 +101,6 @@ export async function commitAdds(em: Em, adds: DerivedAdd[]): Promise<EventEnd[]
         ...(warning ? { note: warning } : {}),
       });
     }
-    // A claim of this batch that a later one conflicts with is inserted already marked.
-    const fresh = new Map(claims.map((c) => [c.id, c]));
-    for (const [other, ids] of conflictsAdded) {
-      const row = fresh.get(other);
-      if (!row) continue;
-      row.conflicts_with = [...row.conflicts_with, ...ids];
-      row.support_status = 'conflicting';
-      conflictsAdded.delete(other);
-    }
-
     if (claims.length) {
       const inserted = new Set((await sql<{ id: string }>(
         tx,
@@ -141,16 +130,6 @@ export async function commitAdds(em: Em, adds: DerivedAdd[]): Promise<EventEnd[]
           [JSON.stringify(history)],
         );
       }
-    }
-    if (conflictsAdded.size) {
-      await sql(
-        tx,
-        `update memory_claim c set conflicts_with = c.conflicts_with || array(select x from unnest(u.added) x where not (x = any(c.conflicts_with))),
-                support_status = 'conflicting'
-           from jsonb_to_recordset(?::jsonb) as u(id uuid, added uuid[])
-          where c.id = u.id`,
-        [JSON.stringify([...conflictsAdded].map(([id, added]) => ({ id, added })))],
-      );
     }
     const succeeded = ends.filter((e) => e.status === 'succeeded').map((e) => e.id);
     if (succeeded.length) await sql(tx, 'update memory_message set available = true where event_id = any(?::uuid[])', [succeeded]);

@@ -185,11 +185,12 @@ describe('memory event dispatch', () => {
       expect(ev[contradiction].outcome).toMatchObject({ claim_state: 'current', conflicts_with: [a] });
       const claimA = (await c.mem(key, 'GET', `/claims/${a}`)).body;
       const claimB = (await c.mem(key, 'GET', `/claims/${b}`)).body;
-      expect(claimA).toMatchObject({ state: 'current', content: expect.stringContaining(x) });
-      expect(claimB).toMatchObject({ state: 'current', content: expect.stringContaining(y) });
+      expect(claimA).toMatchObject({ state: 'current', content: expect.stringContaining(x), support_status: 'conflicting', conflicts_with: [b] });
+      expect(claimB).toMatchObject({ state: 'current', content: expect.stringContaining(y), support_status: 'conflicting', conflicts_with: [a] });
+      // Stored one way (migration 0020): the new claim lists the old one, which is not rewritten.
       const rows = await sql.query<{ id: string; support_status: string; conflicts_with: string[] }>(
         'select id, support_status, conflicts_with from memory_claim where id = any($1) order by id', [[a, b]]);
-      expect(rows).toEqual([{ id: a, support_status: 'conflicting', conflicts_with: [b] }, { id: b, support_status: 'conflicting', conflicts_with: [a] }].sort((p, q) => p.id.localeCompare(q.id)));
+      expect(rows).toEqual([{ id: a, support_status: 'supported', conflicts_with: [] }, { id: b, support_status: 'conflicting', conflicts_with: [a] }].sort((p, q) => p.id.localeCompare(q.id)));
       // The repeat is junk: no second claim.
       expect(ev[repeat].outcome).toMatchObject({ claim_id: null, duplicate_of: a });
       expect(ev[hostile].outcome).toMatchObject({ claim_state: 'pending_review', note: expect.stringContaining('held for review') });
@@ -239,31 +240,34 @@ describe('memory event dispatch', () => {
     }
   });
 
-  it('claims updated after they are written (a later conflict) are updated in place, leaving every index alone', async () => {
-    // Claims of one peer fill their pages as a busy peer's do; a later conflicting claim then updates the
-    // earliest of them. Without free room on their pages (fillfactor, migration 0019) each such update
-    // would write a new row version elsewhere and insert it into all five of the table's indexes.
+  it('messages made available when their event succeeds are updated in place, leaving every index alone', async () => {
+    // Messages fill their pages as a busy account's do; their events then succeed one by one, which
+    // marks each event's few messages available (here one message in forty). Without free room on their pages (fillfactor, migration 0019) each such update would
+    // write a new row version elsewhere and insert it into all six of the table's indexes. (Claims are
+    // no longer rewritten by later conflicts: migration 0020.)
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {
       await client.query('begin');
       const peer = randomUUID();
-      await client.query("insert into memory_peer (id, account_id, label) values ($1, $2, $3)", [peer, accountId, tag('hot')]);
+      const session = randomUUID();
+      const event = randomUUID();
+      await client.query('insert into memory_peer (id, account_id, label) values ($1, $2, $3)', [peer, accountId, tag('hot')]);
+      await client.query('insert into memory_session (id, account_id, label) values ($1, $2, $3)', [session, accountId, tag('hot')]);
+      await client.query("insert into memory_event (id, account_id, kind, status) values ($1, $2, 'add_messages', 'running')", [event, accountId]);
       await client.query(
-        `insert into memory_claim (id, account_id, peer_id, content, state, authority, eligibility, support_status, head_revision, valid_from, slot)
-         select gen_random_uuid(), $1, $2, 'I live in Place' || g || ', near the river.', 'current', 'inferred_memory', 'eligible',
-                'supported', md5(g::text), now(), 'home'
+        `insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, created_at, content_hash)
+         select gen_random_uuid(), $1, $2, $3, $4, g, 'user', 'I live in Place' || g || ', near the river.', now(), md5(g::text)
            from generate_series(1, 400) g`,
-        [accountId, peer],
+        [accountId, peer, session, event],
       );
       const { rows: [u] } = await client.query(
-        `with first as (select id from memory_claim where peer_id = $1 order by ctid limit 10)
-         update memory_claim c set conflicts_with = c.conflicts_with || gen_random_uuid(), support_status = 'conflicting'
-           from first where c.id = first.id returning 1`,
-        [peer],
+        `with spread as (select id from memory_message where event_id = $1 and position % 40 = 0)
+         update memory_message m set available = true from spread where m.id = spread.id returning 1`,
+        [event],
       ).then((r) => ({ rows: [r.rowCount] }));
       expect(u).toBe(10);
-      const { rows: [hot] } = await client.query("select pg_stat_get_xact_tuples_hot_updated('memory_claim'::regclass)::int as n");
+      const { rows: [hot] } = await client.query("select pg_stat_get_xact_tuples_hot_updated('memory_message'::regclass)::int as n");
       expect(hot.n).toBe(10);
     } finally {
       await client.query('rollback').catch(() => {});
