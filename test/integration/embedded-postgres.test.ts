@@ -18,7 +18,8 @@ describe('embedded PostgreSQL', () => {
     const client = new pg.Client({ connectionString: inject('adminDatabaseUrl') });
     await client.connect();
     try {
-      const { rows: [{ pid }] } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+      const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+      const pid = rows[0]!.pid;
       // An external DATABASE_URL is not ours to schedule: its backends are not processes here.
       if (process.env.DATABASE_URL && !existsSync(`/proc/${pid}`)) return;
       expect(policyOf(pid)).toBe(SCHED_BATCH);
