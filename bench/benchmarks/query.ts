@@ -157,7 +157,6 @@ const LATENCY_QUERIES = [
   'volunteer schedule for spring survey',
 ];
 
-
 async function timeEach(n: number, concurrency: number, fn: (i: number) => Promise<unknown>): Promise<number[]> {
   const times: number[] = [];
   let next = 0;

@@ -154,7 +154,7 @@ async function clearConflicts(tx: Em, claim: ClaimRow): Promise<void> {
     `update memory_claim set conflicts_with = array_remove(conflicts_with, ?::uuid),
         support_status = case when support_status = 'conflicting' and cardinality(array_remove(conflicts_with, ?::uuid)) = 0
                               then 'supported' else support_status end
-      where peer_id = ? and ?::uuid = any(conflicts_with)`,
+      where peer_id = ? and conflicts_with @> array[?::uuid]`,
     [claim.id, claim.id, claim.peer_id, claim.id],
   );
 }

@@ -111,7 +111,7 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
         // A retrieval failure throws as is: everything is refunded (cost 0).
         const retrieval = req.citationHandle
           ? await citationLookup(deps, boundary, req.citationHandle)
-          : await retrieve(deps.em, boundary, req.query, preset, { index: deps.termIndex, ...(begun.alongside ? { analyzed: begun.alongside } : {}) });
+          : await retrieve(deps.em, boundary, req.query, preset, { index: deps.termIndex, ...(analysed && begun.alongside ? { analyzed: { analysis: analysed, row: begun.alongside } } : {}) });
         try {
           const key = await citationKey(deps.em);
           const assembled = assemble({ req, preset, retrieval, boundary, key, accountId: principal.accountId });

@@ -274,12 +274,9 @@ function completeVectors(m: Extract<Match, { type: 'scored' }>, cands: Candidate
 async function movedRecords(em: EntityManager, b: Boundary, m: Extract<Match, { type: 'scored' }>, found: Row[], limit: number): Promise<Row[]> {
   const have = new Set(found.map((r) => r.id));
   const at = m.ids.flatMap((id, i) => (have.has(id) ? [] : [i]));
-  const pick = <T>(xs: T[] | undefined) => xs && at.map((i) => xs[i]!);
-  const rest: Extract<Match, { type: 'scored' }> = {
-    type: 'scored', ids: pick(m.ids)!, scores: pick(m.scores)!, ...(m.keep ? { keep: m.keep } : {}),
-    ...(m.lexemes ? { lexemes: pick(m.lexemes) } : {}), ...(m.lengths ? { lengths: pick(m.lengths) } : {}),
-  };
-  const sql = recordSql(b, rest, limit);
+  // The same statement by id: the same vector form (lexemes, keep), the missing ids and their scores.
+  const { tids: _, ...byId } = m;
+  const sql = recordSql(b, { ...byId, ids: at.map((i) => m.ids[i]!), scores: at.map((i) => m.scores[i]!) }, limit);
   return prepared<Row>(em, sql.text, sql.params);
 }
 

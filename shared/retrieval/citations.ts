@@ -34,14 +34,19 @@ export function citationKey(em: EntityManager): Promise<Buffer> {
   return key;
 }
 
-// createHmac and createCipheriv build a KeyObject from a Buffer key on every call, and a query seals
-// a handle per piece of evidence: each key's KeyObject is made once.
-const keyObjects = new WeakMap<Buffer, KeyObject>();
-function keyObject(key: Buffer): KeyObject {
-  let k = keyObjects.get(key);
-  if (!k) keyObjects.set(key, (k = createSecretKey(key)));
+// Per key, made once: createHmac and createCipheriv would build a KeyObject from a Buffer key on
+// every call; and the handles sealed with it. A handle is a function of the key, the account and the
+// row alone, and queries seal one per piece of evidence, much of it the same evidence again: the most
+// recent SEALED_MAX are kept (the oldest go first), which spares an HMAC and a cipher setup per repeat.
+const SEALED_MAX = 50_000;
+type PerKey = { keyObject: KeyObject; sealed: Map<string, string> };
+const perKey = new WeakMap<Buffer, PerKey>();
+function forKey(key: Buffer): PerKey {
+  let k = perKey.get(key);
+  if (!k) perKey.set(key, (k = { keyObject: createSecretKey(key), sealed: new Map() }));
   return k;
 }
+const keyObject = (key: Buffer) => forKey(key).keyObject;
 
 const uuidBytes = (id: string) => Buffer.from(id.replace(/-/g, ''), 'hex');
 const uuidText = (b: Buffer) => {
@@ -49,15 +54,8 @@ const uuidText = (b: Buffer) => {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 };
 
-// A handle is a function of the key, the account and the row alone, and queries seal one per piece
-// of evidence, much of it the same evidence again: the most recent handles are kept per key
-// (the oldest go first), which spares an HMAC and a cipher setup per repeat.
-const SEALED_MAX = 50_000;
-const sealed = new WeakMap<Buffer, Map<string, string>>();
-
 export function sealCitation(key: Buffer, accountId: string, ref: CitedRef): string {
-  let cache = sealed.get(key);
-  if (!cache) sealed.set(key, (cache = new Map()));
+  const cache = forKey(key).sealed;
   const id = `${accountId}/${TABLE_CODE[ref.table]}/${ref.id}`;
   let handle = cache.get(id);
   if (handle === undefined) {

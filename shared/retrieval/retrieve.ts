@@ -179,13 +179,13 @@ export async function retrieve(
   boundary: Boundary,
   query: string | undefined,
   strategy: Strategy,
-  /** `analyzed`: the row of a statement that selected analysis(boundary, query, strategy)'s columns. */
-  opts: { recordsOnly?: boolean; index?: TermIndex; analyzed?: Record<string, unknown> } = {},
+  /** `analyzed`: an analysis(boundary, query, strategy) and the row of a statement that selected its columns. */
+  opts: { recordsOnly?: boolean; index?: TermIndex; analyzed?: { analysis: Analysis; row: Record<string, unknown> } } = {},
 ): Promise<Retrieval> {
   const started = performance.now();
   const tables = opts.recordsOnly ? { messages: false, claims: false } : undefined;
   const plan = PLANS[strategy];
-  const reading = analysis(boundary, query, strategy, opts.recordsOnly);
+  const reading = opts.analyzed?.analysis ?? analysis(boundary, query, strategy, opts.recordsOnly);
   if (!query || !reading) {
     // Scoped context without a query (or a query of stop words only): the most recent content in scope.
     const cands = query ? [] : await fetchCandidates(em, boundary, { type: 'recent' }, plan.candidates, tables);
@@ -197,7 +197,7 @@ export async function retrieve(
   const needStats = strategy !== 'efficient';
   // Messages and claims come with the first statement; source records after it (ranked in memory) or
   // beside it (ranked by PostgreSQL).
-  const analyzed = opts.analyzed ? Promise.resolve(reading.read(opts.analyzed)) : analyze(em, reading);
+  const analyzed = opts.analyzed ? Promise.resolve(reading.read(opts.analyzed.row)) : analyze(em, reading);
   const keep = analyzed.then((a) => a.keep);
   const candidates = Promise.all([
     analyzed.then((a) => a.memory),

@@ -30,8 +30,8 @@ export type IndexTerm = { lexeme: string; prefix: boolean };
 /**
  * `tids`: each record's physical place (ctid) when it was loaded, so the fetch can go straight to the
  * row instead of through the primary key; a row that has moved since (VACUUM FULL, CLUSTER) is found
- * by id instead (candidates.ts). `lengths`: each record's length as ts_rank counts it (RECORD_LENGTH), so ranking need not fetch
- * whole tsvectors to learn it. With `lexemes`: per record, which of the lexemes asked about it holds
+ * by id instead (candidates.ts). `lengths`: each record's length as ts_rank counts it (RECORD_LENGTH),
+ * so ranking need not fetch whole tsvectors to learn it. With `lexemes`: per record, which of the lexemes asked about it holds
  * (what its tsvector would show).
  */
 export type TopRecords = { ids: string[]; scores: number[]; lengths: number[]; tids: string[]; lexemes?: string[][] };
@@ -367,11 +367,11 @@ class TopK {
 type Row = { id: string; source_id: string; tid: string; len: number; lexemes: string | null; impacts: string | null };
 
 /** A ctid as PostgreSQL prints it, "(block,item)", as one number; and back, quoted for an array literal. */
-export function parseTid(text: string): number {
+function parseTid(text: string): number {
   const comma = text.indexOf(',');
   return Number(text.slice(1, comma)) * 65536 + Number(text.slice(comma + 1, -1));
 }
-export function formatTid(tid: number): string {
+function formatTid(tid: number): string {
   return `"(${Math.floor(tid / 65536)},${tid % 65536})"`;
 }
 
