@@ -14,7 +14,7 @@ import { createTemporalClient } from '../shared/temporal/client.ts';
 runMain(async () => {
   const config = loadConfig();
   const logger = createLogger(config, { name: 'api' });
-  const orm = await createOrm(requireDatabaseUrl(config), logger);
+  const orm = await createOrm(requireDatabaseUrl(config), logger, { applicationName: 'cairn-api' });
   if (config.migrateOnStart) {
     const applied = await migrate(orm);
     if (applied.length) logger.info({ applied }, 'applied migrations');

@@ -5,12 +5,22 @@ import { createOrm } from '../shared/db/orm.ts';
 import { createLogger } from '../shared/logger.ts';
 import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
 import { createWorkerMetrics, serveMetrics } from '../shared/ops/metrics.ts';
+import { lowerBackendPriority, lowerOwnPriority } from '../shared/ops/priority.ts';
 import { bundleWorkflows, createWorker, type CairnWorker } from '../shared/temporal/worker.ts';
 
 runMain(async () => {
   const config = loadConfig();
   const logger = createLogger(config, { name: 'worker' });
-  const orm = await createOrm(requireDatabaseUrl(config), logger);
+  // Background work yields the CPU to request handling on a shared host (shared/ops/priority.ts).
+  // First thing, so every thread started later inherits it. The database's backends are only ours
+  // to lower when the supervisor says it runs the embedded PostgreSQL on this host.
+  const nice = config.worker.nice;
+  if (nice > 0 && lowerOwnPriority(nice) === 0) logger.warn({ nice }, 'worker priority not lowered');
+  const localBackends = nice > 0 && process.env.CAIRN_EMBEDDED_DATABASE === '1';
+  const orm = await createOrm(requireDatabaseUrl(config), logger, {
+    applicationName: 'cairn-worker',
+    ...(localBackends ? { onBackend: (pid: number) => void lowerBackendPriority(pid, nice) } : {}),
+  });
   const metrics = createWorkerMetrics();
   // Bundled once: a reconnect below must not pay for webpack again.
   const workflowBundle = await bundleWorkflows(logger);

@@ -97,6 +97,7 @@ const envSchema = z.object({
   SETTLEMENT_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
   WORKER_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(200).default(DEFAULT_MAX_CONCURRENT_ACTIVITIES),
+  BACKGROUND_NICE: z.coerce.number().int().min(0).max(19).default(10),
   MCP_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   MCP_LOCAL_DEV_ORIGINS: booleanFlag('false'),
   MCP_AUTH_ISSUER: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
@@ -163,8 +164,11 @@ export type Config = {
     accountDeletionWaitMs: number;
   };
   metering: { settlementGraceMs: number; rateLimitPerMinute: number };
-  /** Activities (ingest jobs, sweeps, deletions) one worker process runs at once. */
-  worker: { maxConcurrentActivities: number };
+  /**
+   * Activities (ingest jobs, sweeps, deletions) one worker process runs at once; the nice value of
+   * background work (the worker, its embedded-database backends, the embedded Temporal server; 0 = off).
+   */
+  worker: { maxConcurrentActivities: number; nice: number };
   mcp: {
     /** {mcp_url}: the MCP listener's public address, also the OAuth resource indicator. */
     publicUrl: string;
@@ -270,7 +274,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       settlementGraceMs: e.SETTLEMENT_GRACE_SECONDS * 1000,
       rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     },
-    worker: { maxConcurrentActivities: e.WORKER_MAX_CONCURRENT_ACTIVITIES },
+    worker: { maxConcurrentActivities: e.WORKER_MAX_CONCURRENT_ACTIVITIES, nice: e.BACKGROUND_NICE },
     mcp: {
       publicUrl: mcpPublicUrl,
       apiMountUrl: `${publicBaseUrl}/mcp`,

@@ -7,7 +7,15 @@ import type { Logger } from '../logger.ts';
 
 export type Orm = MikroORM;
 
-export function ormOptions(databaseUrl: string, logger?: Logger): Options {
+export type OrmConnections = {
+  /** application_name of the pool's sessions: which process a backend serves (pg_stat_activity). */
+  applicationName?: string;
+  /** Called with each new pooled connection's backend process id (pg's BackendKeyData). */
+  onBackend?: (pid: number) => void;
+};
+
+export function ormOptions(databaseUrl: string, logger?: Logger, connections: OrmConnections = {}): Options {
+  const { applicationName, onBackend } = connections;
   return {
     driver: PostgreSqlDriver,
     clientUrl: databaseUrl,
@@ -23,6 +31,13 @@ export function ormOptions(databaseUrl: string, logger?: Logger): Options {
     // The global EntityManager is never used: requests and activities fork their own.
     allowGlobalContext: false,
     pool: { min: 0, max: 10 },
+    // Merged into the pg Pool's options; MikroORM hands the Pool to onPoolCreated before it connects.
+    driverOptions: {
+      ...(applicationName ? { application_name: applicationName } : {}),
+      ...(onBackend
+        ? { onPoolCreated: (pool: pg.Pool) => pool.on('connect', (client) => onBackend((client as unknown as { processID: number }).processID)) }
+        : {}),
+    },
     debug: false,
     // MikroORM's own messages (migrator progress) go to our logger at debug, never straight to stdout.
     logger: (message: string) => logger?.debug({ component: 'orm' }, message),
@@ -32,8 +47,8 @@ export function ormOptions(databaseUrl: string, logger?: Logger): Options {
 }
 
 /** Connects lazily: a process can start (and report not-ready) while PostgreSQL is down. */
-export async function createOrm(databaseUrl: string, logger?: Logger): Promise<Orm> {
-  return MikroORM.init(ormOptions(databaseUrl, logger));
+export async function createOrm(databaseUrl: string, logger?: Logger, connections?: OrmConnections): Promise<Orm> {
+  return MikroORM.init(ormOptions(databaseUrl, logger, connections));
 }
 
 /** Arbitrary constant key: every Cairn process migrating the same database takes the same lock. */

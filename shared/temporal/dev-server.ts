@@ -14,6 +14,8 @@ export type DevServerOptions = {
   namespace: string;
   log?: (message: string) => void;
   readyTimeoutMs?: number;
+  /** Nice value the server runs at (through nice(1), so all its threads have it); 0 = unchanged. */
+  nice?: number;
 };
 
 export type DevServer = { address: string; uiUrl: string; process: ChildProcess; stop(): Promise<void> };
@@ -35,7 +37,10 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     '--sqlite-pragma', 'synchronous=normal',
   ];
   if (opts.namespace !== 'default') args.push('--namespace', opts.namespace);
-  const child = spawn(opts.cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // nice(1) execs the server: the child's pid is the server's, and every thread it starts inherits.
+  const child = opts.nice
+    ? spawn('nice', ['-n', String(opts.nice), opts.cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(opts.cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
     output.push(chunk.toString());

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
@@ -44,4 +44,10 @@ export async function kill(child: ChildProcess): Promise<void> {
   const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGKILL');
   await gone;
+}
+
+/** The nice value of each thread of a process (ps -L). */
+export function threadNices(pid: number): number[] {
+  const out = spawnSync('ps', ['-L', '-o', 'ni=', '-p', String(pid)], { encoding: 'utf8' }).stdout;
+  return out.split('\n').map((l) => l.trim()).filter(Boolean).map(Number);
 }

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../shared/local/ephemeral.ts';
+import { threadNices } from '../helpers/processes.ts';
 
 /**
  * The newcomer's path: `npm start` with nothing configured brings up embedded PostgreSQL, the Temporal
@@ -75,16 +76,39 @@ function leftovers(): string[] {
   );
 }
 
-async function countSelfChecks(): Promise<number> {
+async function query<T>(sql: string): Promise<T[]> {
   const client = new pg.Client({
     connectionString: `postgres://postgres:postgres@127.0.0.1:${ports.EMBEDDED_POSTGRES_PORT}/cairn`,
   });
   await client.connect();
   try {
-    return Number((await client.query('select count(*) from self_check')).rows[0].count);
+    return (await client.query(sql)).rows as T[];
   } finally {
     await client.end();
   }
+}
+
+async function countSelfChecks(): Promise<number> {
+  return Number((await query<{ count: string }>('select count(*) from self_check'))[0]!.count);
+}
+
+/** The supervisor's child processes: pid and command line. */
+function childrenOf(ppid: number): { pid: number; args: string }[] {
+  const ps = spawnSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' }).stdout.split('\n');
+  return ps
+    .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null && Number(m[2]) === ppid)
+    .map((m) => ({ pid: Number(m[1]), args: m[3]! }));
+}
+
+/** The nice values of the backends serving each Cairn process (by application_name), as one set each. */
+async function backendNices(): Promise<Record<string, Set<number>>> {
+  const rows = await query<{ pid: number; application_name: string }>(
+    "select pid, application_name from pg_stat_activity where application_name like 'cairn-%'",
+  );
+  const out: Record<string, Set<number>> = {};
+  for (const r of rows) for (const nice of threadNices(r.pid)) (out[r.application_name] ??= new Set()).add(nice);
+  return out;
 }
 
 describe('npm start', () => {
@@ -107,6 +131,16 @@ describe('npm start', () => {
     expect(check.status).toBe(0);
     expect(JSON.parse(check.stdout)).toMatchObject({ ok: true, checkId: expect.stringMatching(/^selfcheck-/) });
     expect(await countSelfChecks()).toBe(1);
+
+    // Background work yields the CPU to request handling (BACKGROUND_NICE, default 10): every thread
+    // of the worker and of the Temporal dev server, and the database backends serving the worker (the
+    // self-check ran through it); the API and its backends stay at 0.
+    const children = childrenOf(first.child.pid!);
+    const proc = (pattern: string) => children.find((c) => c.args.includes(pattern))!.pid;
+    expect(new Set(threadNices(proc('bin/worker.ts')))).toEqual(new Set([10]));
+    expect(new Set(threadNices(proc(`--port ${ports.TEMPORAL_DEV_PORT}`)))).toEqual(new Set([10]));
+    expect(new Set(threadNices(proc('bin/api.ts')))).toEqual(new Set([0]));
+    expect(await backendNices()).toEqual({ 'cairn-worker': new Set([10]), 'cairn-api': new Set([0]) });
 
     expect(await stop(first.child)).toBe(0);
     await sleep(1500); // the watchdog interval of supervised children
