@@ -36,12 +36,17 @@ beforeAll(async () => {
   };
 });
 afterAll(async () => {
+  // A failed assertion leaves its supervisor running: stop it (and with it everything it started).
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) await stop(child);
   await rm(dataDir, { recursive: true, force: true });
 });
+
+const started: ChildProcess[] = [];
 
 function start(): { child: ChildProcess; output: () => string; ready: Promise<void> } {
   let out = '';
   const child = spawn(process.execPath, [path.resolve('bin/start.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
   child.stdout!.on('data', (c) => (out += String(c)));
   child.stderr!.on('data', (c) => (out += String(c)));
   const ready = new Promise<void>((resolve, reject) => {
