@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Migration0014RecordTerms } from '../../shared/db/migrations/0014-record-terms.ts';
+import { Migration0021RecordForeignKeys } from '../../shared/db/migrations/0021-record-foreign-keys.ts';
 import { bound } from '../../shared/db/sql.ts';
 import { deleteSourceRecords } from '../../shared/ingest/process.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';
@@ -120,7 +121,44 @@ describe('impact rows follow the records', () => {
     expect(await termRows('source_id = ?', [source])).toBe(0);
     expect(await fetchCandidates(db.orm.em.fork(), boundary(A), fts('xylophonist', false), 10)).toEqual([]);
     expect(await termRows('account_id = ?', [B])).toBeGreaterThan(0);
+    // The account's deletion cascades through ingest_job and source; record_term rows go by the source's
+    // statement trigger (migration 0021: no foreign key of their own).
     await bound(db.orm.em.fork(), 'delete from account where id = ?', [B]);
     expect(await termRows('account_id = ?', [B])).toBe(0);
+    expect(await bound(db.orm.em.fork(), 'select id from record where account_id = ?', [B])).toEqual([]);
+  });
+
+  it('a source deleted by any statement takes its rows, and only its rows, with it', async () => {
+    const gone = await ingest(A, '# Quillwort survey\n\nQuillwort grows in the shallow lake margins.\n');
+    const kept = await termRows('source_id <> ?', [gone]);
+    expect(await termRows('source_id = ?', [gone])).toBeGreaterThan(0);
+    await bound(db.orm.em.fork(), 'delete from ingest_job where id = ?', [gone]);
+    expect(await termRows('source_id = ?', [gone])).toBe(0);
+    expect(await bound(db.orm.em.fork(), 'select id from record where source_id = ?', [gone])).toEqual([]);
+    expect(await termRows('source_id <> ?', [gone])).toBe(kept);
+  });
+
+  it('a record belongs to its source\'s account: one that names another account is refused', async () => {
+    const [record] = await bound<Record<string, unknown>>(db.orm.em.fork(), 'select * from record where source_id = ? limit 1', [sources[0]]);
+    const other = (await createTestAccount(db.orm)).id;
+    await expect(bound(db.orm.em.fork(), `insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, content_hash)
+      values (?, ?, ?, 'excerpt', 'x', 0, 1, 'h')`, [randomUUID(), other, record!.source_id])).rejects.toMatchObject({ code: '23503' });
+  });
+
+  it('migration 0021 goes down and up again', async () => {
+    const run = async (step: 'up' | 'down') => {
+      const m = new Migration0021RecordForeignKeys(null as never, null as never);
+      m[step]();
+      await db.orm.em.fork().transactional(async (tx) => {
+        for (const q of m.getQueries()) await bound(tx, String(q).replace(/;\s*$/, ''), []);
+      });
+    };
+    const constraints = () => bound<{ conname: string }>(db.orm.em.fork(),
+      `select conname from pg_constraint where conrelid in ('record'::regclass, 'record_term'::regclass, 'source'::regclass) and contype in ('f', 'u') order by 1`, []);
+    const now = await constraints();
+    await run('down');
+    expect((await constraints()).map((c) => c.conname)).toEqual(expect.arrayContaining(['record_account_id_fkey', 'record_source_id_fkey', 'record_term_source_id_fkey']));
+    await run('up');
+    expect(await constraints()).toEqual(now);
   });
 });

@@ -18,6 +18,7 @@ import { Migration0017RecordIndexVersion } from './0017-record-index-version.ts'
 import { Migration0018MemoryWriteNoNotify } from './0018-memory-write-no-notify.ts';
 import { Migration0019MemoryFillfactor } from './0019-memory-fillfactor.ts';
 import { Migration0020ClaimConflictsOneWay } from './0020-claim-conflicts-one-way.ts';
+import { Migration0021RecordForeignKeys } from './0021-record-foreign-keys.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -46,4 +47,5 @@ export const migrationsList = [
   { name: '0018-memory-write-no-notify', class: Migration0018MemoryWriteNoNotify },
   { name: '0019-memory-fillfactor', class: Migration0019MemoryFillfactor },
   { name: '0020-claim-conflicts-one-way', class: Migration0020ClaimConflictsOneWay },
+  { name: '0021-record-foreign-keys', class: Migration0021RecordForeignKeys },
 ];
