@@ -38,9 +38,8 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   ];
   if (opts.namespace !== 'default') args.push('--namespace', opts.namespace);
   // nice(1) execs the server: the child's pid is the server's, and every thread it starts inherits.
-  const child = opts.nice
-    ? spawn('nice', ['-n', String(opts.nice), opts.cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(opts.cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, argv] = opts.nice ? ['nice', ['-n', String(opts.nice), opts.cli, ...args]] : [opts.cli, args];
+  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
     output.push(chunk.toString());

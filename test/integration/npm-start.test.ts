@@ -15,6 +15,8 @@ import { threadNices } from '../helpers/processes.ts';
 let dataDir: string;
 let env: NodeJS.ProcessEnv;
 let ports: Record<string, number>;
+/** Every supervisor the test started, so afterAll can stop one a failed assertion left running. */
+const started: ChildProcess[] = [];
 
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(os.tmpdir(), 'cairn-start-'));
@@ -40,8 +42,6 @@ afterAll(async () => {
   for (const child of started) if (child.exitCode === null && child.signalCode === null) await stop(child);
   await rm(dataDir, { recursive: true, force: true });
 });
-
-const started: ChildProcess[] = [];
 
 function start(): { child: ChildProcess; output: () => string; ready: Promise<void> } {
   let out = '';
