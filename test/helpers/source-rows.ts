@@ -1,20 +1,28 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Orm } from '../../shared/db/orm.ts';
 import { bound } from '../../shared/db/sql.ts';
-import { buildSourceRecords } from '../../shared/ingest/process.ts';
+import { buildSourceRecords, type ProcessResult } from '../../shared/ingest/process.ts';
 
 /**
- * Stores a Markdown document as an upload and runs the real build step (source, records and their
- * impact rows) without Temporal, for retrieval tests that need sources but not the ingest pipeline.
+ * Stores a file as an upload job and runs the real build step on it (source, records and their impact
+ * rows) in this process, without HTTP or Temporal: for retrieval tests that need sources but not the
+ * ingest pipeline, and for the ingest benchmark's storage-only measurement.
  */
-export async function ingestMarkdown(orm: Orm, accountId: string, text: string, filename = 'doc.md'): Promise<string> {
+export async function ingestUpload(
+  orm: Orm,
+  accountId: string,
+  file: { bytes: Buffer; contentType: string; filename: string },
+): Promise<{ id: string; result: ProcessResult }> {
   const em = orm.em.fork();
   const id = randomUUID();
-  const bytes = Buffer.from(text);
   await bound(em, `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, filename, content_type, dated_at)
-    values (?, ?, 'file', 'queued', ?, ?, ?, 'text/markdown', current_date)`, [id, accountId, id, id, filename]);
-  await bound(em, `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, 'text/markdown')`,
-    [id, accountId, bytes, createHash('sha256').update(bytes).digest('hex'), bytes.byteLength]);
-  await buildSourceRecords(em, id, null);
-  return id;
+    values (?, ?, 'file', 'queued', ?, ?, ?, ?, current_date)`, [id, accountId, id, id, file.filename, file.contentType]);
+  await bound(em, `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, ?)`,
+    [id, accountId, file.bytes, createHash('sha256').update(file.bytes).digest('hex'), file.bytes.byteLength, file.contentType]);
+  return { id, result: await buildSourceRecords(em, id, null) };
+}
+
+/** A Markdown document through ingestUpload; returns the source id. */
+export async function ingestMarkdown(orm: Orm, accountId: string, text: string, filename = 'doc.md'): Promise<string> {
+  return (await ingestUpload(orm, accountId, { bytes: Buffer.from(text), contentType: 'text/markdown', filename })).id;
 }
