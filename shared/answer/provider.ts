@@ -72,7 +72,7 @@ export function citedSentences(content: string): AnswerSentence[] {
       piece = piece.slice(leading[0].length);
     }
     const citations = [...piece.matchAll(HANDLE)].map((m) => (m[1] ?? m[2])!);
-    const text = piece.replace(HANDLE, '').replace(/\s+([.,;:!?])/g, '$1').replace(/\s+/g, ' ').trim();
+    const text = piece.replace(HANDLE, '').replace(/\s+/g, ' ').replace(/ ([.,;:!?])/g, '$1').trim();
     if (text) out.push({ text, citations });
   }
   return out;

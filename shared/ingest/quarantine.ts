@@ -8,9 +8,9 @@ import type { RecordSet } from './records.ts';
 const INSTRUCTION = [
   /\bignore (all |any )?(the )?(previous|prior|above) (instructions|prompts?)\b/i,
   /\b(disregard|forget) (all |any )?(previous|prior|your) (instructions|rules)\b/i,
-  /\byou are now (in )?[a-z ]*(mode|assistant|model|ai)\b/i,
+  /\byou are now (in )?[a-z ]{0,40}(mode|assistant|model|ai)\b/i,
   /\b(system|developer) prompt\b/i,
-  /^\s*(system|assistant|developer)\s*:/im,
+  /^[ \t]*(system|assistant|developer)[ \t]*:/im,
   /\b(reveal|print|output) (your|the) (system prompt|instructions|api keys?)\b/i,
   /\brespond only with\b/i,
   /\bjailbreak\b/i,

@@ -8,7 +8,9 @@ const PATTERNS: { re: RegExp; what: string }[] = [
   { re: /\b(ignore|disregard|forget|override)\b[^.!?\n]{0,40}\b(previous|prior|above|earlier|all|your|the)\b[^.!?\n]{0,20}\b(instructions?|prompts?|rules|directions|guidelines)\b/i, what: 'asks to ignore instructions' },
   { re: /\byou are now\b|\bfrom now on,? you\b|\bact as (an? )?(unrestricted|different|new)\b|\bpretend (to be|you are)\b/i, what: 'tries to change the assistant\'s role' },
   { re: /\b(developer|god|jailbreak|dan) mode\b|\bjailbreak\b/i, what: 'asks for a jailbreak mode' },
-  { re: /\b(reveal|print|show|repeat|output|leak)\b[^.!?\n]{0,40}\b(system prompt|hidden prompt|instructions|api keys?|secrets?|passwords?)\b/i, what: 'asks to reveal a prompt or secrets' },
+  // Up to six words between the verb and its object, counted by the spaces between them: a bounded
+  // gap of any characters (/[^.!?]{0,40}/) backtracks over every split of repeated verbs.
+  { re: /\b(reveal|print|show|repeat|output|leak) (?:[^ .!?\n]+ ){0,6}(system prompt|hidden prompt|instructions|api keys?|secrets?|passwords?)\b/i, what: 'asks to reveal a prompt or secrets' },
   { re: /(^|[\s"'>\]])(system|assistant|developer)\s*:\s*\S/i, what: 'impersonates a system or assistant turn' },
   { re: /<\/?\s*(system|assistant|im_start|im_end)\b|<\|im_(start|end)\|>|\[\/?(INST|SYS)\]|<<SYS>>/i, what: 'contains chat-template control markup' },
   { re: /\bgrant (me |yourself )?(scope|access|admin|permission)/i, what: 'asks to grant permissions' },
@@ -17,7 +19,9 @@ const PATTERNS: { re: RegExp; what: string }[] = [
 
 /** Why the text looks like instructions aimed at a model, or null when it does not. */
 export function injectionFinding(text: string): string | null {
-  for (const p of PATTERNS) if (p.re.test(text)) return p.what;
+  // One space between words on a line (line breaks still end the gaps the patterns allow).
+  const spaced = text.replace(/[^\S\n]+/g, ' ');
+  for (const p of PATTERNS) if (p.re.test(spaced)) return p.what;
   return null;
 }
 

@@ -61,10 +61,12 @@ function declaredHtmlCharset(bytes: Uint8Array): string | null {
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return 'utf-8';
   if ((bytes[0] === 0xfe && bytes[1] === 0xff) || (bytes[0] === 0xff && bytes[1] === 0xfe)) return 'utf-16';
   const head = Buffer.from(bytes.subarray(0, 2048)).toString('latin1');
-  const m =
-    /<meta[^>]+charset\s*=\s*["']?\s*([\w:.-]+)/i.exec(head) ??
-    /<meta[^>]+content\s*=\s*["'][^"']*charset\s*=\s*([\w:.-]+)/i.exec(head);
-  return m ? m[1]!.toLowerCase() : null;
+  // <meta charset="x">, or charset=x inside <meta http-equiv ... content="text/html; charset=x">.
+  for (const tag of head.match(/<meta\b[^<>]*/gi) ?? []) {
+    const m = /charset\s*=[\s"']*([\w:.-]+)/i.exec(tag);
+    if (m) return m[1]!.toLowerCase();
+  }
+  return null;
 }
 
 function decoderFor(label: string): TextDecoder | null {

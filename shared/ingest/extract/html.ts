@@ -10,6 +10,7 @@
 import { Readability } from '@mozilla/readability';
 import { parseHTML } from 'linkedom';
 import { DocumentBuilder, InlineBuffer, collapseWhitespace, resolveHref, type InlineText } from './builder.ts';
+import { htmlHeadings } from './tags.ts';
 import type { ExtractContext, OutlineEntry, RawExtraction } from './types.ts';
 
 /** The slice of the DOM API this module uses (linkedom implements it). */
@@ -200,35 +201,17 @@ function metaContent(doc: DomDocument, names: string[]): string | null {
   return null;
 }
 
-/** A regex outline for previews of very large pages (no DOM). */
+/** The outline of a page too large to preview in full, without a DOM (linear in the markup). */
 function htmlOutline(source: string): { title: string | null; outline: OutlineEntry[] } {
-  const cleaned = source
-    .replace(/<!--[\s\S]*?-->/g, ' ')
-    .replace(/<(script|style|template|noscript|svg)\b[\s\S]*?<\/\1\s*>/gi, ' ');
-  const strip = (s: string) =>
-    collapseWhitespace(
-      s
-        .replace(/<[^>]*>/g, ' ')
-        .replace(/&nbsp;/gi, ' ')
-        .replace(/&lt;/gi, '<')
-        .replace(/&gt;/gi, '>')
-        .replace(/&quot;/gi, '"')
-        .replace(/&#39;/g, "'")
-        .replace(/&amp;/gi, '&'),
-    );
-  const t = /<title\b[^>]*>([\s\S]*?)<\/title\s*>/i.exec(cleaned);
+  const { title, headings } = htmlHeadings(source);
   const outline: OutlineEntry[] = [];
   const stack: { level: number; text: string }[] = [];
-  const re = /<h([1-6])\b[^>]*>([\s\S]*?)<\/h\1\s*>/gi;
-  for (let m = re.exec(cleaned); m; m = re.exec(cleaned)) {
-    const level = Number(m[1]);
-    const text = strip(m[2]!);
-    if (!text) continue;
+  for (const { level, text } of headings) {
     while (stack.length > 0 && stack[stack.length - 1]!.level >= level) stack.pop();
     stack.push({ level, text });
     outline.push({ path: stack.map((h) => h.text), level });
   }
-  return { title: t ? strip(t[1]!) || null : null, outline };
+  return { title, outline };
 }
 
 /** Mozilla Readability's article, or null when it finds none or gives up. */
@@ -259,7 +242,7 @@ export function extractHtml(source: string, ctx: ExtractContext): RawExtraction 
     document: DomDocument;
   }).document;
   if (!doc.documentElement) {
-    const inner = source.replace(/<\/?html[^>]*>/gi, '');
+    const inner = source.replace(/<\/?html[^<>]*>/gi, '');
     doc = (parseHTML(`<!doctype html><html><head></head><body>${inner}</body></html>`) as unknown as { document: DomDocument }).document;
   }
   const baseEl = doc.getElementsByTagName('base')[0];

@@ -14,6 +14,7 @@ import { gfm } from 'micromark-extension-gfm';
 import type { Nodes, Root } from 'mdast';
 import { DocumentBuilder, InlineBuffer, collapseWhitespace, resolveHref, stripInvisible } from './builder.ts';
 import { extractPlain } from './plain.ts';
+import { htmlText } from './tags.ts';
 import type { ExtractContext, OutlineEntry, RawExtraction } from './types.ts';
 
 const CHUNK_ABOVE = 16_384;
@@ -42,7 +43,39 @@ const HTML_BLOCKS: [RegExp, RegExp][] = [
   [/^ {0,3}<!\[CDATA\[/, /\]\]>/],
 ];
 
-const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)/;
+
+/** Whether `line` closes a fence opened with `fence` (the same character, at least as many). */
+function closesFence(line: string, fence: string): boolean {
+  let i = 0;
+  while (i < 3 && line[i] === ' ') i++;
+  let n = 0;
+  while (line[i + n] === fence[0]) n++;
+  if (n < fence.length) return false;
+  for (let j = i + n; j < line.length; j++) if (line[j] !== ' ' && line[j] !== '\t') return false;
+  return true;
+}
+
+const isBlank = (c: string | undefined) => c === ' ' || c === '\t';
+
+/** The text of an ATX heading line ("## Title ##" -> [2, "Title"]), or null when it is none. */
+function atxHeading(line: string): [number, string] | null {
+  const m = /^ {0,3}(#{1,6})(?:[ \t]|$)/.exec(line);
+  if (!m) return null;
+  let start = m[0].length;
+  let end = line.length;
+  while (start < end && isBlank(line[start])) start++;
+  while (end > start && isBlank(line[end - 1])) end--;
+  // An optional closing run of '#', after a space (or alone).
+  let hashes = end;
+  while (hashes > start && line[hashes - 1] === '#') hashes--;
+  if (hashes === start) end = start;
+  else if (hashes < end && isBlank(line[hashes - 1])) {
+    end = hashes;
+    while (end > start && isBlank(line[end - 1])) end--;
+  }
+  return [m[1]!.length, line.slice(start, end)];
+}
 const DEFINITION = /^ {0,3}\[[^\]\n]+\]:[ \t]*\S+(?:[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\([^)\n]*\)))?[ \t]*$/;
 
 type Scan = { cuts: number[]; definitions: string[] };
@@ -51,7 +84,7 @@ type Scan = { cuts: number[]; definitions: string[] };
 function scanBlocks(src: string, target: number): Scan {
   const cuts = [0];
   const definitions: string[] = [];
-  let fenceClose: RegExp | null = null;
+  let fenceClose: string | null = null;
   let htmlEnd: RegExp | null = null;
   let prevBlank = true;
   let chunkStart = 0;
@@ -62,7 +95,7 @@ function scanBlocks(src: string, target: number): Scan {
     const line = src.slice(pos, nl);
     const blank = line.trim() === '';
     if (fenceClose) {
-      if (fenceClose.test(line)) fenceClose = null;
+      if (closesFence(line, fenceClose)) fenceClose = null;
     } else if (htmlEnd) {
       if (htmlEnd.test(line)) htmlEnd = null;
     } else if (!blank) {
@@ -76,7 +109,7 @@ function scanBlocks(src: string, target: number): Scan {
       }
       const f = FENCE_OPEN.exec(line);
       if (f && !(f[1]![0] === '`' && f[2]!.includes('`'))) {
-        fenceClose = new RegExp(`^ {0,3}${f[1]![0] === '`' ? '`' : '~'}{${f[1]!.length},}[ \\t]*$`);
+        fenceClose = f[1]!;
       } else {
         for (const [start, end] of HTML_BLOCKS) {
           const m = start.exec(line);
@@ -100,14 +133,14 @@ export function markdownOutline(src: string): { title: string | null; outline: O
   const outline: OutlineEntry[] = [];
   const stack: { level: number; text: string }[] = [];
   let title: string | null = fmTitle;
-  let fenceClose: RegExp | null = null;
+  let fenceClose: string | null = null;
   let prev = '';
   const clean = (s: string) =>
     collapseWhitespace(
       s
-        .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
+        .replace(/!?\[([^[\]]*)\]\([^()]*\)/g, '$1')
         .replace(/[*_`~]+/g, '')
-        .replace(/<[^>]*>/g, ''),
+        .replace(/<[^<>]*>/g, ''),
     );
   const add = (level: number, raw: string) => {
     const text = clean(raw);
@@ -124,19 +157,19 @@ export function markdownOutline(src: string): { title: string | null; outline: O
     const line = body.slice(pos, nl);
     pos = nl + 1;
     if (fenceClose) {
-      if (fenceClose.test(line)) fenceClose = null;
+      if (closesFence(line, fenceClose)) fenceClose = null;
       prev = '';
       continue;
     }
     const f = FENCE_OPEN.exec(line);
     if (f && !(f[1]![0] === '`' && f[2]!.includes('`'))) {
-      fenceClose = new RegExp(`^ {0,3}${f[1]![0] === '`' ? '`' : '~'}{${f[1]!.length},}[ \\t]*$`);
+      fenceClose = f[1]!;
       prev = '';
       continue;
     }
-    const atx = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/.exec(line);
+    const atx = atxHeading(line);
     if (atx) {
-      add(atx[1]!.length, atx[2] ?? '');
+      add(atx[0], atx[1]);
       prev = '';
       continue;
     }
@@ -242,20 +275,6 @@ function collectDefinitions(root: Root, defs: Map<string, string>) {
   }
 }
 
-const htmlToText = (html: string) =>
-  collapseWhitespace(
-    html
-      .replace(/<!--[\s\S]*?-->/g, ' ')
-      .replace(/<(script|style|template|noscript)\b[\s\S]*?<\/\1\s*>/gi, ' ')
-      .replace(/<[^>]*>/g, ' ')
-      .replace(/&nbsp;/g, ' ')
-      .replace(/&amp;/g, '&')
-      .replace(/&lt;/g, '<')
-      .replace(/&gt;/g, '>')
-      .replace(/&quot;/g, '"')
-      .replace(/&#39;/g, "'"),
-  );
-
 /** Renders one parsed tree into the builder (iteratively: hostile nesting cannot exhaust the stack). */
 function render(root: Root, b: DocumentBuilder, defs: Map<string, string>, base: string | undefined) {
   const buf = new InlineBuffer();
@@ -314,7 +333,7 @@ function render(root: Root, b: DocumentBuilder, defs: Map<string, string>, base:
         break;
       case 'code': {
         flush();
-        const text = stripInvisible(n.value).replace(/\s+$/, '').replace(/^\s*\n/, '');
+        const text = stripInvisible(n.value).trimEnd().replace(/^\s*\n/, '');
         if (text.trim()) b.block({ text, links: [] });
         descend = false;
         break;
@@ -326,7 +345,7 @@ function render(root: Root, b: DocumentBuilder, defs: Map<string, string>, base:
         } else if (parent !== 'paragraph' && parent !== 'heading' && parent !== 'tableCell' && parent !== 'link') {
           // A block of raw HTML: keep its visible text.
           flush();
-          const text = htmlToText(n.value);
+          const text = htmlText(n.value);
           if (text) b.block({ text, links: [] });
         }
         break;

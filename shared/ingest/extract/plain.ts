@@ -5,6 +5,13 @@
 import { DocumentBuilder, stripInvisible } from './builder.ts';
 import type { ExtractContext, RawExtraction } from './types.ts';
 
+/** A line without its trailing spaces, tabs and no-break spaces (a loop: /[ \t]+$/ is quadratic on long runs). */
+function trimLineEnd(line: string): string {
+  let end = line.length;
+  while (end > 0 && (line[end - 1] === ' ' || line[end - 1] === '\t' || line[end - 1] === '\u00A0')) end--;
+  return end === line.length ? line : line.slice(0, end);
+}
+
 export function extractPlain(source: string, _ctx: ExtractContext): RawExtraction {
   const b = new DocumentBuilder();
   const normalized = source.replace(/\r\n?/g, '\n').replace(/\f/g, '\n\n');
@@ -13,8 +20,8 @@ export function extractPlain(source: string, _ctx: ExtractContext): RawExtractio
   const emit = (chunk: string) => {
     const lines = stripInvisible(chunk)
       .split('\n')
-      .map((l) => l.replace(/[ \t\u00A0]+$/, ''));
-    const text = lines.join('\n').replace(/^\s+/, '').replace(/\s+$/, '');
+      .map(trimLineEnd);
+    const text = lines.join('\n').trim();
     if (text) b.block({ text, links: [] });
   };
   for (let m = para.exec(normalized); m; m = para.exec(normalized)) {

@@ -45,11 +45,15 @@ export function sentenceSpans(text: string, start: number, end: number, lineBrea
     if (s) out.push(s);
   };
   let from = start;
-  const re = /[.!?…]+["'”’)\]]*(?=\s|$)|\n/g;
+  // A run of terminators (and closing quotes) is matched whole and then checked for the whitespace
+  // that must follow it: a lookahead inside the pattern would retry every shorter run (quadratic on a
+  // long run of dots).
+  const re = /[.!?…]+["'”’)\]]*|\n/g;
   re.lastIndex = start;
   for (let m = re.exec(text); m && m.index < end; m = re.exec(text)) {
     const at = m.index;
     const stop = Math.min(at + m[0].length, end);
+    if (m[0] !== '\n' && at + m[0].length < text.length && !isSpace(text[at + m[0].length])) continue;
     if (m[0] === '\n') {
       let breakHere = lineBreaks === 'always';
       if (lineBreaks === 'bullets') {
@@ -91,6 +95,8 @@ const NON_NAMES = new Set([
 export type EntitySpan = { text: string; start: number; end: number };
 
 const WORD = /[\p{L}\p{N}][\p{L}\p{N}'’\-_]*/gu;
+/** Trailing characters a token sheds ("Smith's-" -> "Smith's"). */
+const TOKEN_TAIL = new Set(["'", '’', '-', '_']);
 
 /** A token that can be part of a name: capitalised, or mixing letters and digits with a capital. */
 function nameLike(tok: string): boolean {
@@ -112,8 +118,9 @@ export function entitySpans(text: string, start: number, end: number): EntitySpa
   const tokens: { t: string; s: number; e: number }[] = [];
   WORD.lastIndex = 0;
   for (let m = WORD.exec(sentence); m; m = WORD.exec(sentence)) {
-    let t = m[0];
-    while (/['’\-_]$/.test(t)) t = t.slice(0, -1);
+    let n = m[0].length;
+    while (n > 0 && TOKEN_TAIL.has(m[0][n - 1]!)) n--;
+    let t = m[0].slice(0, n);
     if (/['’]s$/.test(t)) t = t.slice(0, -2);
     tokens.push({ t, s: m.index, e: m.index + t.length });
   }
