@@ -1,4 +1,5 @@
 import type { Orm } from '../shared/db/orm.ts';
+import type { ExtractionPool } from '../shared/ingest/extraction-pool.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { OpenAiDeriverConfig } from '../shared/memory/openai-deriver.ts';
 
@@ -7,6 +8,8 @@ export type ActivityDeps = {
   logger: Logger;
   workerIdentity: string;
   ingest: { urlAllowlist: string[]; fetchTimeoutMs: number };
+  /** Where builds extract: child processes with CPU and memory limits, never this event loop. */
+  extraction: ExtractionPool;
   /** The model-backed claim deriver (MEMORY_DERIVER_*); absent = the built-in rules. */
   memoryDeriver?: OpenAiDeriverConfig | null;
 };

@@ -4,6 +4,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../shared/config.ts';
 import type { Orm } from '../shared/db/orm.ts';
+import type { ExtractionPool } from '../shared/ingest/extraction-pool.ts';
+import type { FreeWorkLimiter } from '../shared/ops/free-work.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { ApiMetrics } from '../shared/ops/metrics.ts';
 import type { RateLimiter } from '../shared/metering/rate-limit.ts';
@@ -58,6 +60,10 @@ export type AppDeps = {
   termIndex?: TermIndex;
   /** Prometheus registry of this process; absent = no /metrics route. */
   metrics?: ApiMetrics;
+  /** The extraction processes of this process's dry runs and upload checks (one pool for both listeners). */
+  extraction: ExtractionPool;
+  /** Free work (dry runs, memory reads) in flight per account in this process. */
+  freeWork: FreeWorkLimiter;
 };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -100,12 +106,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(deletionRoutes, { config: deps.config, temporal: deps.temporal });
     await app.register(accessRoutes);
     await app.register(ingestJobRoutes);
-    await app.register(ingestSubmitRoutes, { config: deps.config, temporal: deps.temporal });
+    await app.register(ingestSubmitRoutes, { config: deps.config, temporal: deps.temporal, extraction: deps.extraction, freeWork: deps.freeWork });
     await app.register(connectedAppRoutes);
     await app.register(consolePlugin);
     await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal, termIndex: deps.termIndex });
     for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
-      await app.register(routes, { config: deps.config, temporal: deps.temporal });
+      await app.register(routes, { config: deps.config, temporal: deps.temporal, freeWork: deps.freeWork });
     }
     const provider = deps.oauth?.provider;
     if (provider) {
@@ -119,7 +125,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const options = {
       config: deps.config,
       tools: deps.mcpTools ?? MCP_TOOLS,
-      toolDeps: { config: deps.config, temporal: deps.temporal, termIndex: deps.termIndex },
+      toolDeps: { config: deps.config, temporal: deps.temporal, termIndex: deps.termIndex, freeWork: deps.freeWork },
       rateLimiter: deps.rateLimiter,
       resolveOauthToken: deps.oauth.resolveToken,
       authServerMetadata: deps.oauth.metadata,

@@ -6,7 +6,9 @@ import { createOrm, migrate, pingDatabase } from '../shared/db/orm.ts';
 import { createLogger } from '../shared/logger.ts';
 import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
 import { createRateLimiter } from '../shared/metering/rate-limit.ts';
+import { extractionPoolFor } from '../shared/ingest/extraction-pool.ts';
 import { createOauthServer } from '../shared/oauth/server.ts';
+import { createFreeWorkLimiter } from '../shared/ops/free-work.ts';
 import { createApiMetrics } from '../shared/ops/metrics.ts';
 import { createTermIndex } from '../shared/retrieval/term-index.ts';
 import { createTemporalClient } from '../shared/temporal/client.ts';
@@ -23,6 +25,8 @@ runMain(async () => {
   const rateLimiter = createRateLimiter(requireDatabaseUrl(config), config.metering.rateLimitPerMinute, logger);
   // After migrations: the built-in authorization server reads its shared keys from the database.
   const oauth = await createOauthServer({ config, orm });
+  // One pool and one free-work count for both listeners of this process.
+  const extraction = extractionPoolFor(config, logger.child({ component: 'extraction' }));
   const deps = {
     config,
     oauth,
@@ -33,6 +37,8 @@ runMain(async () => {
     metrics: createApiMetrics(orm),
     termIndex: createTermIndex({ orm, maxBytes: config.query.indexMaxBytes, logger }),
     readiness: { postgres: () => pingDatabase(orm), temporal: () => temporal.ping() },
+    extraction,
+    freeWork: createFreeWorkLimiter(config.freeWorkPerAccount),
   };
   const api = await buildApp(deps);
   const mcp = await buildMcpApp({ ...deps, logger: logger.child({ listener: 'mcp' }) });
@@ -40,7 +46,7 @@ runMain(async () => {
   onShutdown(async (signal) => {
     logger.info({ signal }, 'api shutting down');
     await Promise.allSettled([api.close(), mcp.close()]);
-    await Promise.allSettled([orm.close(), temporal.close(), rateLimiter.close()]);
+    await Promise.allSettled([orm.close(), temporal.close(), rateLimiter.close(), extraction.close()]);
   }, config.shutdownTimeoutMs);
   exitWithSupervisor();
 

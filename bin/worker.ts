@@ -1,4 +1,5 @@
-// Production entrypoint: one Temporal worker on TEMPORAL_TASK_QUEUE. Run as many as needed.
+// Production entrypoint: Temporal workers on the workload queues derived from TEMPORAL_TASK_QUEUE
+// (memory, ingest, maintenance), each with its own slots. Run as many processes as needed.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig, requireDatabaseUrl, requireTemporalAddress } from '../shared/config.ts';
 import { createOrm } from '../shared/db/orm.ts';
@@ -7,6 +8,8 @@ import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
 import { createWorkerMetrics, serveMetrics } from '../shared/ops/metrics.ts';
 import { lowerBackendPriority, lowerOwnPriority } from '../shared/ops/priority.ts';
 import { bundleWorkflows, createWorker, type CairnWorker } from '../shared/temporal/worker.ts';
+import { extractionPoolFor } from '../shared/ingest/extraction-pool.ts';
+import { taskQueuesFor } from '../shared/temporal/workflows.ts';
 
 runMain(async () => {
   const config = loadConfig();
@@ -22,6 +25,8 @@ runMain(async () => {
     ...(localBackends ? { onBackend: (pid: number) => void lowerBackendPriority(pid, nice) } : {}),
   });
   const metrics = createWorkerMetrics();
+  // Extraction processes for the builds; created once, they outlive reconnects to Temporal.
+  const extraction = extractionPoolFor(config, logger.child({ component: 'extraction' }));
   // Bundled once: a reconnect below must not pay for webpack again.
   const workflowBundle = await bundleWorkflows(logger);
   // Metrics are an aid, not a dependency: a taken port (several workers on one host) is logged, not fatal.
@@ -40,8 +45,7 @@ runMain(async () => {
     stopping = true;
     await current?.dispatcher.stop();
     metricsServer?.close();
-    // The SDK worker may already be draining on its own (its server went away first); shutdown() then throws.
-    if (current?.worker.getState() === 'RUNNING') current.worker.shutdown();
+    current?.shutdown();
     await running;
   }, config.shutdownTimeoutMs);
   exitWithSupervisor();
@@ -63,12 +67,13 @@ runMain(async () => {
           metrics,
           workflowBundle,
           settlementGraceMs: config.metering.settlementGraceMs,
-          maxConcurrentActivities: config.worker.maxConcurrentActivities,
+          slots: config.worker.slots,
+          extraction,
         });
         if (stopping) break;
-        logger.info({ identity: current.identity, taskQueue: config.temporal.taskQueue }, 'worker started');
+        logger.info({ identity: current.identity, taskQueues: taskQueuesFor(config.temporal.taskQueue), slots: config.worker.slots }, 'worker started');
         backoffMs = 1000;
-        await current.worker.run();
+        await current.run();
       } catch (err) {
         if (stopping) break;
         logger.error({ err, retryInMs: backoffMs }, 'worker lost the Temporal server; reconnecting');
@@ -81,7 +86,7 @@ runMain(async () => {
         current = undefined;
       }
     }
-    await orm.close();
+    await Promise.allSettled([orm.close(), extraction.close()]);
   })();
   await running;
 });

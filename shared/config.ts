@@ -1,13 +1,16 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { AnswerConfig } from './answer/types.ts';
+import type { IngestLimits } from './ingest/prepare.ts';
+
+/** Activity slots per workload task queue (WORKER_*_SLOTS). */
+export type WorkloadSlots = { ingest: number; memory: number; maintenance: number };
 
 /**
- * Activities (ingest jobs, settlement sweeps, deletions) one worker process runs at once: enough to
- * overlap one job's database waits with another's extraction, few enough to keep memory predictable
- * (a 50 MB file needs about 0.5 GB while it is extracted).
+ * Ingest activities one worker process runs at once: enough to overlap one job's database work with
+ * another's extraction (which runs in the extraction processes, EXTRACTION_PROCESSES of them).
  */
-export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 4;
+export const DEFAULT_INGEST_SLOTS = 4;
 
 /**
  * The whole process configuration, read once from the environment by each entrypoint and passed down.
@@ -96,7 +99,16 @@ const envSchema = z.object({
   DEFAULT_INGEST_MONTHLY_LIMIT: z.coerce.number().int().min(0).default(4000),
   SETTLEMENT_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
-  WORKER_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(200).default(DEFAULT_MAX_CONCURRENT_ACTIVITIES),
+  WORKER_INGEST_SLOTS: z.coerce.number().int().min(1).max(200).default(DEFAULT_INGEST_SLOTS),
+  WORKER_MEMORY_SLOTS: z.coerce.number().int().min(1).max(200).default(4),
+  WORKER_MAINTENANCE_SLOTS: z.coerce.number().int().min(1).max(200).default(2),
+  EXTRACTION_PROCESSES: z.coerce.number().int().min(1).max(64).default(2),
+  EXTRACTION_CPU_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  EXTRACTION_MEMORY_MB: z.coerce.number().int().min(128).max(65_536).default(1024),
+  INGEST_MAX_PDF_PAGES: z.coerce.number().int().min(1).max(1_000_000).default(2000),
+  INGEST_MAX_EXPANSION: z.coerce.number().int().min(1).max(10_000).default(20),
+  INGEST_MAX_RECORDS_PER_KB: z.coerce.number().int().min(1).max(100_000).default(128),
+  FREE_WORK_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(2),
   BACKGROUND_NICE: z.coerce.number().int().min(0).max(19).default(10),
   MCP_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   MCP_LOCAL_DEV_ORIGINS: booleanFlag('false'),
@@ -165,10 +177,14 @@ export type Config = {
   };
   metering: { settlementGraceMs: number; rateLimitPerMinute: number };
   /**
-   * Activities (ingest jobs, sweeps, deletions) one worker process runs at once; the nice value of
-   * background work (the worker, its embedded-database backends, the embedded Temporal server; 0 = off).
+   * Activity slots of each workload's task queue in one worker process; the nice value of background
+   * work (the worker, extraction processes, embedded-database backends, the embedded Temporal server; 0 = off).
    */
-  worker: { maxConcurrentActivities: number; nice: number };
+  worker: { slots: WorkloadSlots; nice: number };
+  /** Extraction processes per API or worker process, and what one task may use (issue 24). */
+  extraction: { processes: number; cpuSeconds: number; memoryMb: number; limits: IngestLimits };
+  /** Dry runs and memory reads one account may have in flight in one API process. */
+  freeWorkPerAccount: number;
   mcp: {
     /** {mcp_url}: the MCP listener's public address, also the OAuth resource indicator. */
     publicUrl: string;
@@ -274,7 +290,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       settlementGraceMs: e.SETTLEMENT_GRACE_SECONDS * 1000,
       rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     },
-    worker: { maxConcurrentActivities: e.WORKER_MAX_CONCURRENT_ACTIVITIES, nice: e.BACKGROUND_NICE },
+    worker: {
+      slots: { ingest: e.WORKER_INGEST_SLOTS, memory: e.WORKER_MEMORY_SLOTS, maintenance: e.WORKER_MAINTENANCE_SLOTS },
+      nice: e.BACKGROUND_NICE,
+    },
+    extraction: {
+      processes: e.EXTRACTION_PROCESSES,
+      cpuSeconds: e.EXTRACTION_CPU_SECONDS,
+      memoryMb: e.EXTRACTION_MEMORY_MB,
+      limits: { maxPdfPages: e.INGEST_MAX_PDF_PAGES, maxExpansion: e.INGEST_MAX_EXPANSION, maxRecordsPerKb: e.INGEST_MAX_RECORDS_PER_KB },
+    },
+    freeWorkPerAccount: e.FREE_WORK_PER_ACCOUNT,
     mcp: {
       publicUrl: mcpPublicUrl,
       apiMountUrl: `${publicBaseUrl}/mcp`,

@@ -1,5 +1,6 @@
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import { CAIRN_CONTENT_TYPE, CAIRN_STATUS } from './search-attributes.ts';
 
 export type IngestInput = {
   jobId: string;
@@ -54,9 +55,16 @@ export async function ingestWorkflow(input: IngestInput): Promise<{ status: stri
     if (!input.buildEndsJob && !patched('ingest-build-completes-job')) {
       await bookkeeping.completeIngestJob({ jobId: input.jobId, status: result.status });
     }
+    // Operators filter on these in the Temporal UI (`CairnStatus = "failed"`); the execution itself
+    // completes either way, since the job's failure is recorded, not thrown.
+    upsertSearchAttributes([
+      { key: CAIRN_STATUS, value: result.status },
+      ...(result.contentType ? [{ key: CAIRN_CONTENT_TYPE, value: result.contentType }] : []),
+    ]);
     return { status: result.status };
   } catch (err) {
     await bookkeeping.failIngestJob({ jobId: input.jobId, ...publicFailure(err) });
+    upsertSearchAttributes([{ key: CAIRN_STATUS, value: 'failed' }]);
     return { status: 'failed' };
   }
 }

@@ -1,5 +1,6 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, sleep } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import { CAIRN_STATUS } from './search-attributes.ts';
 
 export type MemoryBatchInput = { batchId: string; eventIds: string[] };
 export type MemoryEventInput = { eventId: string };
@@ -43,14 +44,20 @@ export async function memoryBatchWorkflow(input: MemoryBatchInput): Promise<{ su
       retry = pending; // the activity itself kept failing (database down): every unfinished event gives up
       attempt = EVENT_ATTEMPTS;
     }
-    if (retry.length === 0) return { succeeded, failed };
+    if (retry.length === 0) return finished({ succeeded, failed });
     if (attempt >= EVENT_ATTEMPTS) {
       await bookkeeping.failMemoryEvents({ eventIds: retry, message: GIVE_UP });
-      return { succeeded, failed: failed + retry.length };
+      return finished({ succeeded, failed: failed + retry.length });
     }
     await sleep(Math.min(500 * 2 ** (attempt - 1), 10_000));
     pending = retry;
   }
+}
+
+/** A batch with a failed event is `failed` for operators filtering in the Temporal UI. */
+function finished(outcome: { succeeded: number; failed: number }) {
+  upsertSearchAttributes([{ key: CAIRN_STATUS, value: outcome.failed > 0 ? 'failed' : 'succeeded' }]);
+  return outcome;
 }
 
 function publicFailure(err: unknown): string {

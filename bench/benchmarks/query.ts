@@ -5,6 +5,8 @@ import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { SCOPES } from '../../shared/contracts/account.ts';
 import type { Orm } from '../../shared/db/orm.ts';
 import { bound } from '../../shared/db/sql.ts';
+import { loadConfig } from '../../shared/config.ts';
+import { inProcessExtraction } from '../../shared/ingest/extraction-pool.ts';
 import { buildSourceRecords } from '../../shared/ingest/process.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';
 import { EVIDENCE_LIMIT, retrieve } from '../../shared/retrieval/retrieve.ts';
@@ -36,6 +38,8 @@ function settings(quick: boolean) {
 }
 
 const hash = (t: string) => createHash('sha256').update(t).digest('hex');
+/** The corpus is ours: built in this process (the benchmark measures queries, not ingest isolation). */
+const extraction = inProcessExtraction(loadConfig({}).extraction.limits);
 const defaults = { monthlyCredits: 10_000_000, onboardingCredits: 0, queryDailyLimit: 10_000_000, ingestDailyLimit: 1000, queryMonthlyLimit: 10_000_000, ingestMonthlyLimit: 1000 };
 
 async function newAccount(orm: Orm) {
@@ -50,7 +54,7 @@ async function ingestDocument(em: EntityManager, accountId: string, filename: st
     values (?, ?, 'file', 'queued', ?, ?, ?, 'text/markdown', current_date)`, [id, accountId, id, id, filename]);
   await bound(em, `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, 'text/markdown')`,
     [id, accountId, bytes, hash(text), bytes.byteLength]);
-  await buildSourceRecords(em, id, null);
+  await buildSourceRecords(em, extraction, id, null);
   return id;
 }
 

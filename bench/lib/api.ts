@@ -4,7 +4,9 @@ import { buildApp } from '../../api/app.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
 import { createLogger } from '../../shared/logger.ts';
+import { extractionPoolFor } from '../../shared/ingest/extraction-pool.ts';
 import { createOauthServer } from '../../shared/oauth/server.ts';
+import { createFreeWorkLimiter } from '../../shared/ops/free-work.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import { createTemporalClient } from '../../shared/temporal/client.ts';
 import { createTermIndex, type TermIndex } from '../../shared/retrieval/term-index.ts';
@@ -43,6 +45,8 @@ export async function startBenchApi(
   infra.onStop(() => temporal.close());
   const termIndex = createTermIndex({ orm: opts.orm, maxBytes: config.query.indexMaxBytes, logger });
   const oauth = opts.mcp ? await createOauthServer({ config, orm: opts.orm }) : undefined;
+  const extraction = extractionPoolFor(config, logger);
+  infra.onStop(() => extraction.close());
   const app = await buildApp({
     config,
     logger,
@@ -52,6 +56,8 @@ export async function startBenchApi(
     ...(oauth ? { oauth } : {}),
     ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
     readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => temporal.ping() },
+    extraction,
+    freeWork: createFreeWorkLimiter(config.freeWorkPerAccount),
   });
   opts.extend?.(app);
   await app.listen({ host: '127.0.0.1', port: 0 });

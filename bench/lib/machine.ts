@@ -109,6 +109,22 @@ export async function treeCpuMs<K extends string>(roots: Record<K, number | unde
 
 const TICK_MS = 10; // /proc counts in USER_HZ ticks: 100 per second
 
+/**
+ * Peak resident memory (VmHWM) of a process tree in MB: the root plus each live descendant (a worker
+ * and its extraction processes). The peaks may not have coincided, so this bounds the tree's peak from above.
+ */
+export async function treePeakRssMb(root: number): Promise<number> {
+  const children = childrenOf(await processTable());
+  let kb = 0;
+  for (const pids = [root]; pids.length > 0;) {
+    const pid = pids.pop()!;
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    kb += Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+    pids.push(...(children.get(pid) ?? []));
+  }
+  return kb / 1024;
+}
+
 function childrenOf(procs: Map<number, ProcessRow>): Map<number, number[]> {
   const children = new Map<number, number[]>();
   for (const [pid, p] of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), pid]);

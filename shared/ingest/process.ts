@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { deterministicUuid } from '../ids.ts';
 import { bound, readLongBytes, writeLongText } from '../db/sql.ts';
 import { q } from '../metering/ledger.ts';
-import { assertContentMatches, extract, type SupportedContentType } from './extract/index.ts';
-import { addToLexicon, lexiconWords } from './lexicon.ts';
-import { decideQuarantine } from './quarantine.ts';
+import type { SupportedContentType } from './extract/index.ts';
+import type { ExtractionPool } from './extraction-pool.ts';
+import { addToLexicon } from './lexicon.ts';
+import type { RecordCounts, RecordRow } from './prepare.ts';
 import { recordTermRows } from '../retrieval/terms.ts';
-import { buildRecords, contentHash } from './records.ts';
 import { fetchSource } from './submit.ts';
 import { parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
@@ -88,12 +87,18 @@ const RECORD_BATCH = 2000;
 export type ProcessResult = {
   status: 'succeeded' | 'quarantined';
   quarantineReason: string | null;
-  counts: { sourceExcerpts: number; facts: number; links: number; total: number };
+  counts: RecordCounts;
+  /** The document's content type (for the workflow's search attributes); null when reported from a stored result. */
+  contentType?: string | null;
 };
 
-/** Extracts the stored bytes, replaces the source and its records and ends the job, in one transaction. */
+/**
+ * Extracts the stored bytes (in an extraction process of `pool`), then replaces the source and its
+ * records and ends the job, in one transaction.
+ */
 export async function buildSourceRecords(
   em: EntityManager,
+  pool: ExtractionPool,
   jobId: string,
   fetch: { crossSiteRedirect: boolean } | null,
   /** The activity attempt, recorded on the job by the first query. */
@@ -106,39 +111,12 @@ export async function buildSourceRecords(
   const bytes = blob && (await readLongBytes(em, 'ingest_blob', 'bytes', 'job_id', jobId, job.blob_size));
   if (!blob || !bytes) throw new Error(`ingest job ${jobId} has no stored bytes`);
   const contentType = blob.content_type as SupportedContentType;
-  assertContentMatches(bytes, contentType);
-  const doc = await extract(bytes, contentType, { sourceUrl: blob.final_url ?? job.source_url ?? undefined });
-  const records = buildRecords(doc);
-  const decision = decideQuarantine(doc, records, fetch);
-  const counts = {
-    sourceExcerpts: records.excerpts.length,
-    facts: records.facts.length,
-    links: records.links.length,
-    total: records.excerpts.length + records.facts.length + records.links.length,
-  };
+  const source = await pool.build({
+    jobId, bytes, contentType, sourceUrl: blob.final_url ?? job.source_url ?? undefined, crossSiteRedirect: fetch?.crossSiteRedirect ?? false,
+  });
+  const decision = source.quarantine;
 
-  const rows = [
-    ...records.excerpts.map((r) => ({ ...r, subject: null, linkType: null, from: null, to: null })),
-    ...records.facts.map((r) => ({ ...r, page: undefined, linkType: null, from: null, to: null })),
-    ...records.links.map((r) => ({ ...r, sectionPath: [] as string[], page: undefined, subject: null })),
-  ].map((r) => ({
-    id: deterministicUuid(`${jobId}:${r.kind}:${r.start}:${r.end}:${'to' in r && r.to ? r.to : ''}:${'from' in r && r.from ? r.from : ''}`),
-    kind: r.kind,
-    text: r.text,
-    start_offset: r.start,
-    end_offset: r.end,
-    section_path: r.sectionPath,
-    page: r.page ?? null,
-    subject: r.subject ?? null,
-    link_type: 'linkType' in r ? r.linkType : null,
-    link_from: 'from' in r ? r.from : null,
-    link_to: 'to' in r ? r.to : null,
-    content_hash: contentHash(r.text),
-  }));
-  // Two records of one span and kind are one record.
-  const unique = [...new Map(rows.map((r) => [r.id, r])).values()];
-
-  await addToLexicon(em, job.account_id, lexiconWords(records.excerpts.map((e) => e.text)));
+  await addToLexicon(em, job.account_id, source.words);
   await em.transactional(async (tx) => {
     await bound(
       tx,
@@ -148,31 +126,33 @@ export async function buildSourceRecords(
        on conflict (id) do update set title = excluded.title, status = excluded.status,
          quarantine_reason = excluded.quarantine_reason, content_hash = excluded.content_hash,
          text = excluded.text, sections = excluded.sections, url = excluded.url`,
-      [jobId, job.account_id, job.kind, blob.final_url ?? job.source_url, job.filename, contentType, doc.title, job.dated_at,
+      [jobId, job.account_id, job.kind, blob.final_url ?? job.source_url, job.filename, contentType, source.title, job.dated_at,
         decision.quarantine ? 'quarantined' : 'active', decision.quarantine ? decision.reason : null,
-        contentHash(doc.text), JSON.stringify(doc.sections), job.audience],
+        source.textHash, JSON.stringify(source.sections), job.audience],
     );
-    await writeLongText(tx, 'source', 'text', jobId, doc.text);
+    await writeLongText(tx, 'source', 'text', jobId, source.text);
     await deleteRecords(tx, jobId);
-    for (let i = 0; i < unique.length; i += RECORD_BATCH) await insertRecords(tx, job.account_id, jobId, unique.slice(i, i + RECORD_BATCH));
+    for (let i = 0; i < source.rows.length; i += RECORD_BATCH) {
+      await insertRecords(tx, job.account_id, jobId, source.rows.slice(i, i + RECORD_BATCH));
+    }
     // The job ends in the same transaction as its records: no window where records exist for a queued job.
     await q(
       tx,
       `update ingest_job set title = ?, record_counts = ?::jsonb, quarantine_reason = ?, status = ?,
          completed_at = coalesce(completed_at, now()), updated_at = now()
        where id = ? and status = 'queued'`,
-      [doc.title, JSON.stringify(counts), decision.quarantine ? decision.reason : null,
+      [source.title, JSON.stringify(source.counts), decision.quarantine ? decision.reason : null,
         decision.quarantine ? 'quarantined' : 'succeeded', jobId],
     );
     await q(tx, 'delete from ingest_blob where job_id = ?', [jobId]);
   });
-  return { status: decision.quarantine ? 'quarantined' : 'succeeded', quarantineReason: decision.quarantine ? decision.reason : null, counts };
+  return {
+    status: decision.quarantine ? 'quarantined' : 'succeeded',
+    quarantineReason: decision.quarantine ? decision.reason : null,
+    counts: source.counts,
+    contentType,
+  };
 }
-
-type RecordRow = {
-  id: string; kind: string; text: string; start_offset: number; end_offset: number; section_path: string[]; page: number | null;
-  subject: string | null; link_type: string | null; link_from: string | null; link_to: string | null; content_hash: string;
-};
 
 /**
  * One multi-row INSERT per batch (few round trips, bounded memory), each column a typed array expanded

@@ -37,7 +37,7 @@ export async function requestSourceDeletion(
     return { jobId, created: true };
   });
   const job = await em.fork().findOneOrFail(IngestJob, { id: result.jobId });
-  if (job.status === 'queued') await startSourceDeletion(temporal, taskQueue, job.id);
+  if (job.status === 'queued') await startSourceDeletion(temporal, taskQueue, { id: job.id, accountId });
   return { job, created: result.created };
 }
 

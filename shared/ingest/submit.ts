@@ -9,8 +9,9 @@ import { bound } from '../db/sql.ts';
 import { lockBalance, q } from '../metering/ledger.ts';
 import { consumeQuota, quotaHeaders, readQuota } from '../metering/quotas.ts';
 import { startIngestJob } from '../temporal/workflows.ts';
-import { normalizeContentType, type SupportedContentType } from './extract/index.ts';
-import { planFor } from './plan.ts';
+import type { FreeWorkLimiter } from '../ops/free-work.ts';
+import { ExtractionError, normalizeContentType, type SupportedContentType } from './extract/index.ts';
+import type { ExtractionPool } from './extraction-pool.ts';
 import { FetchRefusedError, safeFetch } from './safe-fetch.ts';
 import { assertFetchableUrl, parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
@@ -21,6 +22,9 @@ export type IngestDeps = {
   policy: UrlPolicy;
   fetchTimeoutMs: number;
   heartbeatTimeoutMs: number;
+  /** Where dry runs extract and live uploads are checked: never on this process's event loop. */
+  extraction: ExtractionPool;
+  freeWork: FreeWorkLimiter;
 };
 
 const invalid = (message: string) => new AppError(400, 'invalid_ingest_request', message);
@@ -53,22 +57,39 @@ export async function fetchSource(policy: UrlPolicy, url: URL, timeoutMs: number
 
 // Dry runs -----------------------------------------------------------------------------------------
 
-export async function previewUrl(deps: IngestDeps, rawUrl: string) {
-  const url = parseSourceUrl(rawUrl);
-  await assertFetchableUrl(url, deps.policy);
-  let fetched;
+/** Extraction refusals are the caller's input: 400 invalid_ingest_request with the public reason. */
+async function refusedAs400<T>(work: Promise<T>): Promise<T> {
   try {
-    fetched = await fetchSource(deps.policy, url, deps.fetchTimeoutMs);
+    return await work;
   } catch (err) {
-    if (err instanceof FetchRefusedError) {
-      throw new AppError(502, 'ingest_job_failed', `The preview could not safely produce a plan: ${err.publicMessage}`);
-    }
+    if (err instanceof ExtractionError) throw invalid(err.publicMessage);
     throw err;
   }
-  if (!fetched.supportedType) {
-    throw invalid(`The URL serves ${fetched.contentType ?? 'an unknown content type'}, which is not supported.`);
-  }
-  return planFor(fetched.bytes, fetched.supportedType, fetched.finalUrl);
+}
+
+export async function previewUrl(deps: IngestDeps, principal: Principal, rawUrl: string) {
+  const url = parseSourceUrl(rawUrl);
+  await assertFetchableUrl(url, deps.policy);
+  return deps.freeWork.run(principal.accountId, async () => {
+    let fetched;
+    try {
+      fetched = await fetchSource(deps.policy, url, deps.fetchTimeoutMs);
+    } catch (err) {
+      if (err instanceof FetchRefusedError) {
+        throw new AppError(502, 'ingest_job_failed', `The preview could not safely produce a plan: ${err.publicMessage}`);
+      }
+      throw err;
+    }
+    if (!fetched.supportedType) {
+      throw invalid(`The URL serves ${fetched.contentType ?? 'an unknown content type'}, which is not supported.`);
+    }
+    return refusedAs400(deps.extraction.preview(fetched.bytes, fetched.supportedType, fetched.finalUrl));
+  });
+}
+
+/** The plan of a dry-run upload: what live processing would make of these bytes. Persists nothing. */
+export async function previewFile(deps: IngestDeps, principal: Principal, bytes: Buffer, contentType: SupportedContentType) {
+  return deps.freeWork.run(principal.accountId, () => refusedAs400(deps.extraction.preview(bytes, contentType, null)));
 }
 
 /** Decoded size of base64 text, computed from its length alone (nothing is decoded). */
@@ -155,7 +176,9 @@ async function createJob(
   });
   const job = await deps.em.fork().findOneOrFail(IngestJob, { id: result.jobId });
   // Started with an id derived from the job: a replay (or a retry after a failed start) joins it.
-  if (job.status === 'queued') await startIngestJob(deps.temporal, deps.taskQueue, { id: job.id, kind: input.kind }, deps.heartbeatTimeoutMs);
+  if (job.status === 'queued') {
+    await startIngestJob(deps.temporal, deps.taskQueue, { id: job.id, kind: input.kind, accountId, contentType: input.contentType }, deps.heartbeatTimeoutMs);
+  }
   return { job, created: result.created, headers: quotaHeaders(result.quota) };
 }
 
@@ -183,6 +206,8 @@ export async function submitFile(
   body: { filename: string; contentType: SupportedContentType; bytes: Buffer } & LiveFields,
 ): Promise<Submitted> {
   const live = requireLive(body);
+  // Bytes that cannot be what they claim are refused now, before a job exists or a unit is spent.
+  await refusedAs400(deps.extraction.check(body.bytes, body.contentType));
   return createJob(deps, principal.accountId, {
     kind: 'file',
     idempotencyKey: live.idempotencyKey,

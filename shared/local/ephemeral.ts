@@ -8,6 +8,7 @@ import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { resolveTemporalCli } from '../temporal/cli.ts';
+import { DEV_SERVER_ARGS } from '../temporal/dev-server.ts';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -51,7 +52,7 @@ export async function scratchTemporal(log: (m: string) => void): Promise<Scratch
   if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS, source: 'env', stop: async () => {} };
   const cli = await resolveTemporalCli({ configured: process.env.TEMPORAL_CLI, log });
   const env = await TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: cli }, ip: '127.0.0.1', ui: false },
+    server: { executable: { type: 'existing-path', path: cli }, ip: '127.0.0.1', ui: false, extraArgs: DEV_SERVER_ARGS },
   });
   log(`Temporal dev server at ${env.address}`);
   return { address: env.address, source: 'embedded', stop: () => env.teardown() };

@@ -4,12 +4,12 @@ import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
-import { startMemoryBatch } from '../temporal/workflows.ts';
+import { MAX_MEMORY_BATCH, startMemoryBatch } from '../temporal/workflows.ts';
 import { sql, type Em } from './db.ts';
 import { MEMORY_EVENT_CHANNEL } from './events.ts';
 
 export type DispatcherOptions = {
-  /** Most events per batch workflow. */
+  /** Most events per batch workflow (at most MAX_MEMORY_BATCH: the ids are a search attribute). */
   maxBatch?: number;
   /** Batches of this dispatcher running at once; while they run, new events gather into the next. */
   maxInFlight?: number;
@@ -55,7 +55,7 @@ export async function claimBatch(em: Em, batchId: string, limit: number, staleMs
  * dispatched again after `staleMs`, and batches are idempotent.
  */
 export function startMemoryDispatcher(deps: { orm: Orm; temporal: Client; taskQueue: string; logger: Logger } & DispatcherOptions) {
-  const { maxBatch = 100, maxInFlight = 2, staleMs = 30_000, pollMs = 1000, lingerMs = 25 } = deps;
+  const { maxBatch = MAX_MEMORY_BATCH, maxInFlight = 2, staleMs = 30_000, pollMs = 1000, lingerMs = 25 } = deps;
   const log = deps.logger.child({ component: 'memory-dispatcher' });
   let stopped = false;
   let pumping = false;

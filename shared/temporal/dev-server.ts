@@ -3,6 +3,20 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
+import { CAIRN_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.ts';
+
+const CLI_TYPE = { KEYWORD: 'Keyword', KEYWORD_LIST: 'KeywordList' } as const;
+
+/**
+ * What Cairn needs of a dev server beyond its defaults (tests and benchmarks pass the same): task queue
+ * fairness, so one account's ingest backlog is dispatched round-robin with others' (server 1.29 has it
+ * behind these flags; see docs/operations.md for a cluster), and Cairn's search attributes.
+ */
+export const DEV_SERVER_ARGS = [
+  '--dynamic-config-value', 'matching.useNewMatcher=true',
+  '--dynamic-config-value', 'matching.enableFairness=true',
+  ...CAIRN_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=${CLI_TYPE[k.type as keyof typeof CLI_TYPE]}`]),
+];
 
 export type DevServerOptions = {
   cli: string;
@@ -35,6 +49,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     // the last commits); a production deployment uses a real Temporal cluster instead.
     '--sqlite-pragma', 'journal_mode=wal',
     '--sqlite-pragma', 'synchronous=normal',
+    ...DEV_SERVER_ARGS,
   ];
   if (opts.namespace !== 'default') args.push('--namespace', opts.namespace);
   // nice(1) execs the server: the child's pid is the server's, and every thread it starts inherits.

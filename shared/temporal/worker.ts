@@ -3,15 +3,17 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.ts';
-import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config.ts';
+import { CAIRN_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.ts';
+import { DEFAULT_INGEST_SLOTS, type WorkloadSlots } from '../config.ts';
 import type { Orm } from '../db/orm.ts';
+import type { ExtractionPool } from '../ingest/extraction-pool.ts';
 import type { Logger } from '../logger.ts';
 import { startMemoryDispatcher, type DispatcherOptions } from '../memory/dispatcher.ts';
 import type { OpenAiDeriverConfig } from '../memory/openai-deriver.ts';
 import type { WorkerMetrics } from '../ops/metrics.ts';
 import { activityLogInterceptor } from './activity-log.interceptor.ts';
 import { installTemporalRuntime, temporalLoggerFromPino } from './logging.ts';
-import { ensureCreditSettlementSweeper } from './workflows.ts';
+import { ensureCreditSettlementSweeper, taskQueuesFor, type Workload } from './workflows.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
@@ -40,8 +42,11 @@ export type WorkerDeps = {
   logger: Logger;
   temporalAddress: string;
   namespace: string;
+  /** The base task queue (TEMPORAL_TASK_QUEUE): the worker polls each workload's queue derived from it. */
   taskQueue: string;
   ingest: { urlAllowlist: string[]; fetchTimeoutMs: number };
+  /** The extraction processes of this worker (built once per process, outliving reconnects). */
+  extraction: ExtractionPool;
   /** The model-backed claim deriver (MEMORY_DERIVER_*); absent = the built-in rules. */
   memoryDeriver?: OpenAiDeriverConfig | null;
   /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
@@ -54,47 +59,109 @@ export type WorkerDeps = {
    * settlement sweeper with it. Absent = leave the sweeper alone (tests that do not meter).
    */
   settlementGraceMs?: number;
-  /** WORKER_MAX_CONCURRENT_ACTIVITIES; absent = the same default. */
-  maxConcurrentActivities?: number;
+  /** WORKER_*_SLOTS; absent = the defaults. */
+  slots?: Partial<WorkloadSlots>;
   /** Tuning of the memory event dispatcher (tests shorten its stale period). */
   memoryDispatch?: DispatcherOptions;
 };
 
+const DEFAULT_SLOTS: WorkloadSlots = { ingest: DEFAULT_INGEST_SLOTS, memory: 4, maintenance: 2 };
 
 /**
- * A worker and its memory event dispatcher. Stop the dispatcher before shutting the worker down (it
- * would otherwise claim batches nobody runs until they go stale), and before closing the connection.
+ * The workers of one process, one per workload's task queue, and its memory event dispatcher. Stop the
+ * dispatcher before shutting the workers down (it would otherwise claim batches nobody runs until
+ * they go stale), and before closing the connection.
  */
-export type CairnWorker = { worker: Worker; connection: NativeConnection; identity: string; dispatcher: { stop(): Promise<void> } };
+export type CairnWorker = {
+  workers: Record<Workload, Worker>;
+  connection: NativeConnection;
+  identity: string;
+  dispatcher: { stop(): Promise<void> };
+  /** Runs every workload's worker; when one fails the others are shut down and the failure is thrown. */
+  run(): Promise<void>;
+  /** Starts the graceful shutdown of the workers still running (in-flight activities finish). */
+  shutdown(): void;
+};
+
+/**
+ * Registers Cairn's search attributes on the namespace (spec'd for operators in docs/operations.md):
+ * workflow starts that carry them fail on a namespace that lacks them. A cluster that refuses (no
+ * operator permission, Temporal Cloud) keeps the worker running: the operator registers them there.
+ */
+export async function ensureSearchAttributes(connection: NativeConnection, namespace: string, logger: Logger): Promise<void> {
+  try {
+    const existing = await connection.operatorService.listSearchAttributes({ namespace });
+    const missing = CAIRN_SEARCH_ATTRIBUTES.filter((k) => !(k.name in (existing.customAttributes ?? {})));
+    if (missing.length === 0) return;
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map((k) => [k.name, INDEXED_TYPE[k.type]])),
+    });
+    logger.info({ added: missing.map((k) => k.name) }, 'registered search attributes');
+  } catch (err) {
+    logger.warn({ err }, 'search attributes not registered; register them on the namespace (docs/operations.md)');
+  }
+}
+
+/** temporal.api.enums.v1.IndexedValueType of the kinds Cairn uses. */
+const INDEXED_TYPE = { KEYWORD: 2, KEYWORD_LIST: 7 } as const;
 
 export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
   installTemporalRuntime(deps.logger);
   const identity = deps.identity ?? `cairn-worker@${os.hostname()}:${process.pid}`;
   const connection = await NativeConnection.connect({ address: deps.temporalAddress });
+  await ensureSearchAttributes(connection, deps.namespace, deps.logger);
   const activities = createActivities({
     orm: deps.orm,
     logger: deps.logger.child({ component: 'activities' }),
     workerIdentity: identity,
     ingest: deps.ingest,
+    extraction: deps.extraction,
     memoryDeriver: deps.memoryDeriver,
   });
-  const worker = await Worker.create({
-    connection,
-    namespace: deps.namespace,
-    taskQueue: deps.taskQueue,
-    identity,
-    activities,
-    workflowBundle: deps.workflowBundle ?? (await bundleWorkflows(deps.logger)),
-    interceptors: { activity: [activityLogInterceptor(deps.logger.child({ component: 'activity' }), deps.metrics)] },
-    // Several ingest jobs at once overlap one job's database waits with another's extraction; the bound
-    // keeps memory predictable. Workflow tasks are small and keep the SDK's default concurrency.
-    maxConcurrentActivityTaskExecutions: deps.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,
-    // Give running activities time to finish on SIGTERM before the process exits.
-    shutdownGraceTime: '10 seconds',
-  });
+  const workflowBundle = deps.workflowBundle ?? (await bundleWorkflows(deps.logger));
+  const queues = taskQueuesFor(deps.taskQueue);
+  const slots = { ...DEFAULT_SLOTS, ...deps.slots };
+  // One SDK worker per workload: each polls its own queue with its own activity slots (and workflow
+  // task slots), so a flood of one workload never waits in front of another. All register every
+  // workflow and activity: an execution runs wherever it was started (older ones on the base queue).
+  const make = (workload: Workload) =>
+    Worker.create({
+      connection,
+      namespace: deps.namespace,
+      taskQueue: queues[workload],
+      identity,
+      activities,
+      workflowBundle,
+      interceptors: { activity: [activityLogInterceptor(deps.logger.child({ component: 'activity' }), deps.metrics)] },
+      maxConcurrentActivityTaskExecutions: slots[workload],
+      // Give running activities time to finish on SIGTERM before the process exits.
+      shutdownGraceTime: '10 seconds',
+    });
+  const workers = { memory: await make('memory'), ingest: await make('ingest'), maintenance: await make('maintenance') };
   const client = new Client({ connection, namespace: deps.namespace });
   if (deps.settlementGraceMs !== undefined) await ensureCreditSettlementSweeper(client, deps.taskQueue, deps.settlementGraceMs);
   // Every worker dispatches memory events (writes only queue them): one batch workflow per claim.
   const dispatcher = startMemoryDispatcher({ orm: deps.orm, temporal: client, taskQueue: deps.taskQueue, logger: deps.logger, ...deps.memoryDispatch });
-  return { worker, connection, identity, dispatcher };
+  const all = Object.values(workers);
+  const shutdown = () => {
+    // A worker may already be draining on its own (its server went away); shutdown() then throws.
+    for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
+  };
+  return {
+    workers,
+    connection,
+    identity,
+    dispatcher,
+    shutdown,
+    async run() {
+      const runs = all.map((w) => w.run().catch((err: unknown) => {
+        shutdown();
+        throw err;
+      }));
+      const outcomes = await Promise.allSettled(runs);
+      const failed = outcomes.find((o) => o.status === 'rejected');
+      if (failed) throw failed.reason;
+    },
+  };
 }

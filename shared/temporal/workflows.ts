@@ -1,4 +1,10 @@
 import type { Client } from '@temporalio/client';
+import {
+  CAIRN_ACCOUNT,
+  CAIRN_CONTENT_TYPE,
+  CAIRN_EVENT_IDS,
+  CAIRN_KIND,
+} from '../../workflows/search-attributes.ts';
 import type {
   accountDeletionWorkflow,
   creditSettlementSweeperWorkflow,
@@ -9,9 +15,20 @@ import type {
 } from '../../workflows/index.ts';
 
 /**
- * Typed helpers for starting workflows, with their id scheme in one place. Ids are derived from the
- * domain id so a repeated start finds the running or finished execution instead of starting twice.
+ * Typed helpers for starting workflows, with their id scheme and task queue in one place. Ids are
+ * derived from the domain id so a repeated start finds the running or finished execution instead of
+ * starting twice. Callers pass the base task queue (TEMPORAL_TASK_QUEUE); each workload has its own
+ * queue derived from it (taskQueuesFor), with its own worker slots.
  */
+
+/**
+ * The task queues of the three workloads. Maintenance keeps the base name: executions started before
+ * the queues were split (all on the base queue) are still polled there, whatever their type.
+ */
+export function taskQueuesFor(base: string) {
+  return { memory: `${base}-memory`, ingest: `${base}-ingest`, maintenance: base } as const;
+}
+export type Workload = keyof ReturnType<typeof taskQueuesFor>;
 export const selfCheckWorkflowId = (checkId: string) => `selfcheck-${checkId}`;
 
 export async function runSelfCheck(
@@ -20,7 +37,7 @@ export async function runSelfCheck(
   input: { checkId: string; requestedBy: string; timeoutMs?: number },
 ) {
   return client.workflow.execute<typeof selfCheckWorkflow>('selfCheckWorkflow', {
-    taskQueue,
+    taskQueue: taskQueuesFor(taskQueue).maintenance,
     workflowId: selfCheckWorkflowId(input.checkId),
     args: [{ requestedBy: input.requestedBy }],
     workflowIdConflictPolicy: 'USE_EXISTING',
@@ -37,9 +54,10 @@ export const accountDeletionWorkflowId = (accountId: string) => `account-deletio
  */
 export async function startAccountDeletion(client: Client, taskQueue: string, accountId: string) {
   return client.workflow.start<typeof accountDeletionWorkflow>('accountDeletionWorkflow', {
-    taskQueue,
+    taskQueue: taskQueuesFor(taskQueue).maintenance,
     workflowId: accountDeletionWorkflowId(accountId),
     args: [{ accountId }],
+    typedSearchAttributes: [{ key: CAIRN_ACCOUNT, value: accountId }, { key: CAIRN_KIND, value: 'account-deletion' }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
   });
@@ -47,17 +65,27 @@ export async function startAccountDeletion(client: Client, taskQueue: string, ac
 
 export const ingestWorkflowId = (jobId: string) => `ingest-${jobId}`;
 
-/** One workflow per ingest job; starting it again joins the existing execution. */
+/**
+ * One workflow per ingest job; starting it again joins the existing execution. Its tasks carry the
+ * account as their fairness key: the Temporal server dispatches a backlog round-robin across accounts,
+ * so one account's hundred queued jobs do not hold another's one behind them.
+ */
 export async function startIngestJob(
   client: Client,
   taskQueue: string,
-  job: { id: string; kind: 'url' | 'file' },
+  job: { id: string; kind: 'url' | 'file'; accountId: string; contentType?: string | null },
   heartbeatTimeoutMs?: number,
 ) {
   return client.workflow.start<typeof ingestWorkflow>('ingestWorkflow', {
-    taskQueue,
+    taskQueue: taskQueuesFor(taskQueue).ingest,
     workflowId: ingestWorkflowId(job.id),
     args: [{ jobId: job.id, kind: job.kind, heartbeatTimeoutMs, buildEndsJob: true }],
+    priority: { fairnessKey: job.accountId },
+    typedSearchAttributes: [
+      { key: CAIRN_ACCOUNT, value: job.accountId },
+      { key: CAIRN_KIND, value: `ingest-${job.kind}` },
+      ...(job.contentType ? [{ key: CAIRN_CONTENT_TYPE, value: job.contentType }] : []),
+    ],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
   }).catch((err: unknown) => {
@@ -69,11 +97,12 @@ export async function startIngestJob(
 
 export const sourceDeletionWorkflowId = (jobId: string) => `source-deletion-${jobId}`;
 
-export async function startSourceDeletion(client: Client, taskQueue: string, jobId: string) {
+export async function startSourceDeletion(client: Client, taskQueue: string, job: { id: string; accountId: string }) {
   return client.workflow.start<typeof sourceDeletionWorkflow>('sourceDeletionWorkflow', {
-    taskQueue,
-    workflowId: sourceDeletionWorkflowId(jobId),
-    args: [{ jobId }],
+    taskQueue: taskQueuesFor(taskQueue).maintenance,
+    workflowId: sourceDeletionWorkflowId(job.id),
+    args: [{ jobId: job.id }],
+    typedSearchAttributes: [{ key: CAIRN_ACCOUNT, value: job.accountId }, { key: CAIRN_KIND, value: 'source-deletion' }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
   }).catch((err: unknown) => {
@@ -84,12 +113,19 @@ export async function startSourceDeletion(client: Client, taskQueue: string, job
 
 export const memoryBatchWorkflowId = (batchId: string) => `memory-batch-${batchId}`;
 
+/**
+ * Events per batch at most: their ids are the batch's CairnEventIds search attribute, whose value the
+ * Temporal server limits to 2 KB by default (limit.searchAttributesSizeOfValue): 50 ids in JSON are 1,951 bytes.
+ */
+export const MAX_MEMORY_BATCH = 50;
+
 /** One workflow per batch of memory events (shared/memory/dispatcher.ts); the batch id is new per dispatch. */
 export async function startMemoryBatch(client: Client, taskQueue: string, batchId: string, eventIds: string[]) {
   return client.workflow.start<typeof memoryBatchWorkflow>('memoryBatchWorkflow', {
-    taskQueue,
+    taskQueue: taskQueuesFor(taskQueue).memory,
     workflowId: memoryBatchWorkflowId(batchId),
     args: [{ batchId, eventIds }],
+    typedSearchAttributes: [{ key: CAIRN_KIND, value: 'memory-batch' }, { key: CAIRN_EVENT_IDS, value: eventIds }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
   });
@@ -105,7 +141,7 @@ export const creditSettlementSweeperWorkflowId = (taskQueue: string) => `credit-
 export async function ensureCreditSettlementSweeper(client: Client, taskQueue: string, graceMs: number) {
   const config = { graceMs, intervalMs: Math.min(60_000, Math.max(1000, graceMs)) };
   return client.workflow.signalWithStart<typeof creditSettlementSweeperWorkflow, [typeof config]>('creditSettlementSweeperWorkflow', {
-    taskQueue,
+    taskQueue: taskQueuesFor(taskQueue).maintenance,
     workflowId: creditSettlementSweeperWorkflowId(taskQueue),
     args: [config],
     signal: 'configureCreditSettlementSweeper', // configureSweeperSignal in workflows/credit-settlement.workflow.ts

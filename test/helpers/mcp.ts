@@ -7,7 +7,9 @@ import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
 import { freePort } from '../../shared/local/ephemeral.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
+import { extractionPoolFor } from '../../shared/ingest/extraction-pool.ts';
 import { createOauthServer } from '../../shared/oauth/server.ts';
+import { createFreeWorkLimiter } from '../../shared/ops/free-work.ts';
 import type { TemporalClientHandle } from '../../shared/temporal/client.ts';
 import { createTermIndex } from '../../shared/retrieval/term-index.ts';
 import { memoryLogger } from './services.ts';
@@ -45,6 +47,7 @@ export async function startMcpStack(opts: {
   });
   const logger = opts.logger ?? memoryLogger().logger;
   const oauth = await createOauthServer({ config, orm: opts.orm });
+  const extraction = extractionPoolFor(config);
   const deps = {
     config,
     logger,
@@ -55,6 +58,8 @@ export async function startMcpStack(opts: {
     termIndex: createTermIndex({ orm: opts.orm, maxBytes: config.query.indexMaxBytes, logger }),
     ...(opts.tools ? { mcpTools: opts.tools } : {}),
     readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => opts.temporal.ping() },
+    extraction,
+    freeWork: createFreeWorkLimiter(config.freeWorkPerAccount),
   };
   const api = await buildApp(deps);
   const mcp = await buildMcpApp(deps);
@@ -68,6 +73,7 @@ export async function startMcpStack(opts: {
     mcp,
     async close() {
       await Promise.allSettled([api.close(), mcp.close()]);
+      await extraction.close();
     },
   };
 }

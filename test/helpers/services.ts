@@ -11,6 +11,8 @@ import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import type { ApiMetrics, WorkerMetrics } from '../../shared/ops/metrics.ts';
 import { createTemporalClient, type TemporalClientHandle } from '../../shared/temporal/client.ts';
 import { createTermIndex } from '../../shared/retrieval/term-index.ts';
+import { extractionPoolFor } from '../../shared/ingest/extraction-pool.ts';
+import { createFreeWorkLimiter } from '../../shared/ops/free-work.ts';
 import { createWorker, type CairnWorker, type WorkerDeps } from '../../shared/temporal/worker.ts';
 
 /** A logger whose lines are kept in memory, so tests can assert on what was (not) logged. */
@@ -42,8 +44,11 @@ export async function startApi(opts: {
   metrics?: ApiMetrics;
 }): Promise<{ app: FastifyInstance; baseUrl: string; config: Config; close(): Promise<void> }> {
   const config = loadConfig({ PORT: '8080', TEMPORAL_TASK_QUEUE: opts.taskQueue ?? 'unused', ...opts.env });
+  const extraction = extractionPoolFor(config);
   const app = await buildApp({
     config,
+    extraction,
+    freeWork: createFreeWorkLimiter(config.freeWorkPerAccount),
     orm: opts.orm,
     temporal: opts.temporal,
     rateLimiter: opts.rateLimiter,
@@ -56,15 +61,23 @@ export async function startApi(opts: {
   const { port } = app.server.address() as { port: number };
   // Browser-session writes must come from an allowed origin: the test server's own.
   config.allowedOrigins.push(`http://127.0.0.1:${port}`);
-  return { app, baseUrl: `http://127.0.0.1:${port}`, config, close: () => app.close() };
+  return {
+    app, baseUrl: `http://127.0.0.1:${port}`, config,
+    async close() {
+      await app.close();
+      await extraction.close();
+    },
+  };
 }
 
-/** A real worker on its own task queue, using the run's prebuilt workflow bundle. */
+/** A real worker on its own task queues (derived from `taskQueue`), using the run's prebuilt workflow bundle. */
 export async function startWorker(opts: {
   orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics;
   memoryDeriver?: WorkerDeps['memoryDeriver']; settlementGraceMs?: number; memoryDispatch?: WorkerDeps['memoryDispatch'];
+  slots?: WorkerDeps['slots']; env?: NodeJS.ProcessEnv;
 }) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
+  const extraction = extractionPoolFor(loadConfig({ ...opts.env }));
   const handle: CairnWorker = await createWorker({
     orm: opts.orm,
     logger: opts.logger ?? memoryLogger().logger,
@@ -72,20 +85,24 @@ export async function startWorker(opts: {
     namespace: 'default',
     taskQueue: opts.taskQueue,
     ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000 },
+    extraction,
     workflowBundle: { code },
     metrics: opts.metrics,
     memoryDeriver: opts.memoryDeriver,
     settlementGraceMs: opts.settlementGraceMs,
     memoryDispatch: opts.memoryDispatch,
+    slots: opts.slots,
   });
-  const running = handle.worker.run();
+  const running = handle.run();
   return {
     ...handle,
+    extraction,
     async stop() {
       await handle.dispatcher.stop();
-      handle.worker.shutdown();
+      handle.shutdown();
       await running;
       await handle.connection.close();
+      await extraction.close();
     },
   };
 }
@@ -96,8 +113,12 @@ export async function startWorker(opts: {
  */
 export async function offlineDeps() {
   const { createOrm } = await import('../../shared/db/orm.ts');
+  const config = loadConfig({});
   return {
     orm: await createOrm('postgres://offline@127.0.0.1:9/offline'),
     temporal: createTemporalClient('127.0.0.1:9', 'default'),
+    // Starts no process until a task arrives (these tests extract nothing).
+    extraction: extractionPoolFor(config),
+    freeWork: createFreeWorkLimiter(config.freeWorkPerAccount),
   };
 }

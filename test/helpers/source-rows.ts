@@ -1,7 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Orm } from '../../shared/db/orm.ts';
 import { bound } from '../../shared/db/sql.ts';
+import { loadConfig } from '../../shared/config.ts';
+import { inProcessExtraction } from '../../shared/ingest/extraction-pool.ts';
 import { buildSourceRecords, type ProcessResult } from '../../shared/ingest/process.ts';
+
+// Trusted fixtures, in this process: what these tests measure is storage, not isolation.
+const extraction = inProcessExtraction(loadConfig({}).extraction.limits);
 
 /**
  * Stores a file as an upload job and runs the real build step on it (source, records and their impact
@@ -19,7 +24,7 @@ export async function ingestUpload(
     values (?, ?, 'file', 'queued', ?, ?, ?, ?, current_date)`, [id, accountId, id, id, file.filename, file.contentType]);
   await bound(em, `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, ?)`,
     [id, accountId, file.bytes, createHash('sha256').update(file.bytes).digest('hex'), file.bytes.byteLength, file.contentType]);
-  return { id, result: await buildSourceRecords(em, id, null) };
+  return { id, result: await buildSourceRecords(em, extraction, id, null) };
 }
 
 /** A Markdown document through ingestUpload; returns the source id. */

@@ -5,6 +5,7 @@ import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { ingestWorkflowId } from '../../shared/temporal/workflows.ts';
+import { CAIRN_ACCOUNT, CAIRN_CONTENT_TYPE, CAIRN_STATUS } from '../../workflows/search-attributes.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startFixtureServer } from '../helpers/fixture-server.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
@@ -213,7 +214,7 @@ describe('live ingest', () => {
     expect(await sql('select id from record where source_id = ?', [bad.body.job.id])).toEqual([]);
   });
 
-  it('a job runs one build activity and records no patch marker; an execution started without buildEndsJob still decides by the patch', async () => {
+  it('a job runs one build activity and records no patch marker, only its final status; an execution started without buildEndsJob still decides by the patch', async () => {
     const r = await call('POST', '/v1/ingest/file', file('plain.txt', 'text/plain', fact, live({})));
     expect((await waitJob(r.body.job.id)).status).toBe('succeeded');
     const kinds = async (workflowId: string) => {
@@ -223,14 +224,20 @@ describe('live ingest', () => {
         markers: events!.filter((e) => e.markerRecordedEventAttributes || e.upsertWorkflowSearchAttributesEventAttributes).length,
       };
     };
-    expect(await kinds(ingestWorkflowId(r.body.job.id))).toEqual({ activities: ['buildIngestRecords'], markers: 0 });
+    // The one upsert is the job's final status and content type (CairnStatus, CairnContentType), in the last workflow task.
+    expect(await kinds(ingestWorkflowId(r.body.job.id))).toEqual({ activities: ['buildIngestRecords'], markers: 1 });
+    const described = await temporal.client.workflow.getHandle(ingestWorkflowId(r.body.job.id)).describe();
+    expect(described.typedSearchAttributes.get(CAIRN_STATUS)).toBe('succeeded');
+    expect(described.typedSearchAttributes.get(CAIRN_CONTENT_TYPE)).toBe('text/plain');
+    expect(described.typedSearchAttributes.get(CAIRN_ACCOUNT)).toBe(accountId);
+    expect(described.taskQueue).toBe(`${taskQueue}-ingest`);
 
     // The input of executions started by earlier versions: the job already ended, so the build step
     // reports the stored result and the patch decides, recording its marker as it always did.
     const legacyId = `legacy-${ingestWorkflowId(r.body.job.id)}`;
     const legacy = await temporal.client.workflow.execute('ingestWorkflow', { taskQueue, workflowId: legacyId, args: [{ jobId: r.body.job.id, kind: 'file' }] });
     expect(legacy).toEqual({ status: 'succeeded' });
-    expect(await kinds(legacyId)).toEqual({ activities: ['buildIngestRecords'], markers: 2 });
+    expect(await kinds(legacyId)).toEqual({ activities: ['buildIngestRecords'], markers: 3 });
   });
 
   it('stored excerpts add their words to the account lexicon, where a misspelt name finds its excerpt', async () => {

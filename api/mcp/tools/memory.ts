@@ -65,7 +65,7 @@ const getRepresentation = defineTool({
   scopes: READ,
   annotations: { readOnlyHint: true },
   run: async (ctx, input) => {
-    const r = await peerRepresentation(ctx.em, account(ctx), input.peer_id);
+    const r = await ctx.deps.freeWork.run(account(ctx), () => peerRepresentation(ctx.em, account(ctx), input.peer_id));
     return { data: r, text: r.text };
   },
 });

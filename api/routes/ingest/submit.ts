@@ -10,9 +10,10 @@ import {
   UrlPlanResponse,
 } from '../../../shared/contracts/ingest.ts';
 import { publicJob } from '../../../shared/ingest/jobs.ts';
-import { planFor } from '../../../shared/ingest/plan.ts';
+import type { ExtractionPool } from '../../../shared/ingest/extraction-pool.ts';
 import { requestSourceDeletion } from '../../../shared/ingest/sources.ts';
-import { decodeUpload, previewUrl, submitFile, submitUrl, type IngestDeps } from '../../../shared/ingest/submit.ts';
+import { decodeUpload, previewFile, previewUrl, submitFile, submitUrl, type IngestDeps } from '../../../shared/ingest/submit.ts';
+import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { INGEST_READ } from './jobs.ts';
@@ -25,10 +26,9 @@ const tags = ['ingest'];
 /** 50,000,000 bytes of base64 is about 66.7 MB; the body limit lets such a request be answered (413), not dropped. */
 const FILE_BODY_LIMIT = 72 * 1024 * 1024;
 
-export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; temporal: TemporalClientHandle }> = async (
-  app,
-  { config, temporal },
-) => {
+export const ingestSubmitRoutes: FastifyPluginAsyncZod<{
+  config: Config; temporal: TemporalClientHandle; extraction: ExtractionPool; freeWork: FreeWorkLimiter;
+}> = async (app, { config, temporal, extraction, freeWork }) => {
   const deps = (em: IngestDeps['em']): IngestDeps => ({
     em,
     temporal: temporal.client,
@@ -36,6 +36,8 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; tempora
     policy: { allowlist: config.ingestUrlAllowlist },
     fetchTimeoutMs: config.ingestFetchTimeoutMs,
     heartbeatTimeoutMs: config.ingestHeartbeatTimeoutMs,
+    extraction,
+    freeWork,
   });
 
   app.post(
@@ -52,7 +54,7 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; tempora
     async (request, reply) => {
       const body = request.body;
       if (body.dryRun) {
-        const plan = await previewUrl(deps(request.em), body.url);
+        const plan = await previewUrl(deps(request.em), principalOf(request), body.url);
         return reply.code(200).send({ schemaVersion: 'service-url-ingest-plan-v1' as const, mode: 'dry-run' as const, plan });
       }
       const r = await submitUrl(deps(request.em), principalOf(request), body);
@@ -79,7 +81,7 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; tempora
       const body = request.body;
       const bytes = decodeUpload(body.contentBase64);
       if (body.dryRun) {
-        const plan = await planFor(bytes, body.contentType, null);
+        const plan = await previewFile(deps(request.em), principalOf(request), bytes, body.contentType);
         return reply.code(200).send({ schemaVersion: 'service-file-ingest-plan-v1' as const, mode: 'dry-run' as const, plan });
       }
       const r = await submitFile(deps(request.em), principalOf(request), { ...body, bytes });

@@ -8,7 +8,7 @@ import { principalOf } from '../../plugins/auth.ts';
 import { checkWorkspace, MEMORY_READ, MEMORY_WRITE, memoryErrors as errors, tags, type MemoryRouteOptions } from './common.ts';
 
 /** Claims (spec 3.5): list, ranked query, read, guarded correction and withdrawal, history. */
-export const memoryClaimRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app) => {
+export const memoryClaimRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app, { freeWork }) => {
   app.addHook('preHandler', checkWorkspace);
 
   app.post('/v1/workspaces/:ws/claims/list', {
@@ -25,7 +25,7 @@ export const memoryClaimRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
       tags, summary: 'Ranked search over one peer\'s current claims', params: WorkspaceParams, body: ClaimsQueryRequest,
       response: { 200: PageClaim, ...errors },
     },
-  }, async (request) => queryClaims(request.em, principalOf(request).accountId, request.body));
+  }, async (request) => freeWork.run(principalOf(request).accountId, () => queryClaims(request.em, principalOf(request).accountId, request.body)));
 
   app.get('/v1/workspaces/:ws/claims/:id', {
     config: { auth: MEMORY_READ },

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../../../shared/config.ts';
+import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { assertWorkspace } from '../../../shared/memory/labels.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
@@ -14,7 +15,7 @@ export const memoryErrors = {
 };
 export const tags = ['memory'];
 
-export type MemoryRouteOptions = { config: Config; temporal: TemporalClientHandle };
+export type MemoryRouteOptions = { config: Config; temporal: TemporalClientHandle; freeWork: FreeWorkLimiter };
 
 /** Every memory route with a {ws} parameter checks it (only `default` exists) before its handler. */
 export async function checkWorkspace(request: FastifyRequest): Promise<void> {

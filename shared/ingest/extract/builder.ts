@@ -6,7 +6,7 @@
  * its heading (or first block) starts and ends where the next section starts; the separator before a
  * heading belongs to the previous section.
  */
-import type { DocLink, OutlineEntry, Section } from './types.ts';
+import { overLimit, type DocLink, type OutlineEntry, type Section } from './types.ts';
 
 export type InlineLink = { href: string; start: number; end: number };
 export type InlineText = { text: string; links: InlineLink[] };
@@ -102,6 +102,11 @@ export class InlineBuffer {
 export class DocumentBuilder {
   private parts: string[] = [];
   private len = 0;
+  /** Characters the text may reach (ExpansionLimits.maxTextChars): checked as it grows, never after. */
+  private readonly maxChars: number;
+  constructor(maxChars = Number.POSITIVE_INFINITY) {
+    this.maxChars = maxChars;
+  }
   private headingStack: { level: number; text: string }[] = [];
   private current: Section | null = null;
   private pending: { path: string[]; page?: number } | null = null;
@@ -116,6 +121,7 @@ export class DocumentBuilder {
   private write(s: string) {
     this.parts.push(s);
     this.len += s.length;
+    if (this.len > this.maxChars) throw overLimit(`its text is longer than ${this.maxChars.toLocaleString('en-US')} characters`);
   }
 
   private begin(sep: string): number {

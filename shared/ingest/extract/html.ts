@@ -287,7 +287,7 @@ export function extractHtml(source: string, ctx: ExtractContext): RawExtraction 
     if (article.title) title = collapseWhitespace(article.title) || title;
   }
 
-  const b = new DocumentBuilder();
+  const b = new DocumentBuilder(ctx.limits.maxTextChars);
   for (const e of chosen) {
     if (e.kind === 'heading') b.heading(e.level, e.content);
     else b.block(e.content, e.sep);

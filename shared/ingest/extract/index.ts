@@ -15,6 +15,8 @@ import { extractPdf } from './pdf.ts';
 import { extractPlain } from './plain.ts';
 import {
   ExtractionError,
+  UNLIMITED,
+  type ExpansionLimits,
   type ExtractContext,
   type ExtractedDocument,
   type OutlineEntry,
@@ -23,9 +25,10 @@ import {
   type SupportedContentType,
 } from './types.ts';
 
-export { SUPPORTED_CONTENT_TYPES, ExtractionError } from './types.ts';
+export { SUPPORTED_CONTENT_TYPES, ExtractionError, overLimit } from './types.ts';
 export type {
   DocLink,
+  ExpansionLimits,
   ExtractedDocument,
   ExtractionFailureReason,
   Section,
@@ -48,6 +51,8 @@ export type ExtractOptions = {
   structureOnlyAboveChars?: number;
   /** Where the document came from: relative hyperlinks are resolved against it. */
   sourceUrl?: string;
+  /** Bounds on pages, inflated bytes and text; absent = none (trusted input, benchmarks). */
+  limits?: ExpansionLimits;
 };
 
 /** The outline as text: one line per heading (its last path element), one section per line. */
@@ -105,7 +110,7 @@ export async function extract(
   const preview = typeof asked === 'number' && !Number.isNaN(asked);
   const limit = preview ? Math.max(0, asked) : Number.POSITIVE_INFINITY;
   if (bytes.length === 0) throw new ExtractionError('empty');
-  const ctx: ExtractContext = { limit };
+  const ctx: ExtractContext = { limit, limits: opts?.limits ?? UNLIMITED };
   if (opts?.sourceUrl) ctx.sourceUrl = opts.sourceUrl;
 
   const raw = await run(bytes, contentType, ctx);

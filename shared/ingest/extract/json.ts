@@ -1,7 +1,8 @@
 /**
  * JSON as path/value statements, one per line: `project: KestrelX`, `facts[0]: The launch ...`,
  * `["odd key"].x: 3`. The walk is iterative, so nesting depth is bounded by memory, not the call stack;
- * paths deeper than MAX_SHOWN_DEPTH segments are shortened to their first and last segments.
+ * paths deeper than MAX_SHOWN_DEPTH segments are shortened to their first and last segments, and paths
+ * longer than MAX_PATH_CHARS characters to their start and end.
  * Top-level keys of an object become sections.
  */
 import { DocumentBuilder, collapseWhitespace } from './builder.ts';
@@ -13,12 +14,27 @@ const IDENT = /^[A-Za-z_$][\w$-]*$/;
 
 const keySegment = (k: string) => (IDENT.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`);
 
+/**
+ * Characters of a path shown before each value. Every value carries its path, so without a bound a
+ * document of long keys nested deep stores its keys again for every value below them (a 64 KB upload
+ * stored 102 MB of text).
+ */
+const MAX_PATH_CHARS = 160;
+
+/** Cuts `s` at `at` without splitting a surrogate pair. */
+const cutAt = (s: string, at: number) => (at > 0 && at < s.length && /[\uDC00-\uDFFF]/.test(s[at]!) ? at - 1 : at);
+
 function showPath(segs: string[]): string {
   const strip = (s: string) => (s.startsWith('.') ? s.slice(1) : s);
-  if (segs.length <= MAX_SHOWN_DEPTH) return strip(segs.join(''));
-  const head = strip(segs.slice(0, KEEP_EACH_END).join(''));
-  const tail = strip(segs.slice(segs.length - KEEP_EACH_END).join(''));
-  return `${head}…${tail}`;
+  let shown = segs.length <= MAX_SHOWN_DEPTH
+    ? strip(segs.join(''))
+    : `${strip(segs.slice(0, KEEP_EACH_END).join(''))}…${strip(segs.slice(segs.length - KEEP_EACH_END).join(''))}`;
+  if (shown.length > MAX_PATH_CHARS) {
+    // The start (which top-level entry) and the end (the key the value belongs to) say the most.
+    const head = shown.slice(0, cutAt(shown, MAX_PATH_CHARS / 4));
+    shown = `${head}…${shown.slice(cutAt(shown, shown.length - (MAX_PATH_CHARS * 3) / 4))}`;
+  }
+  return shown;
 }
 
 function scalar(v: unknown): string {
@@ -43,7 +59,7 @@ function frameFor(v: Record<string, unknown> | unknown[]): Frame {
 }
 
 export function extractJson(root: unknown, ctx: ExtractContext): RawExtraction {
-  const b = new DocumentBuilder();
+  const b = new DocumentBuilder(ctx.limits.maxTextChars);
   const warnings: string[] = [];
   const topIsObject = isContainer(root) && !Array.isArray(root);
   const outline: OutlineEntry[] = topIsObject ? Object.keys(root).map((k) => ({ path: [k] })) : [];

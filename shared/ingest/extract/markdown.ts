@@ -400,7 +400,7 @@ export async function extractMarkdown(source: string, ctx: ExtractContext): Prom
     return { title, text: '', sections: [], links: [], pages: null, warnings, overLimit: true, outline };
   }
   const { body, title: fmTitle } = stripFrontMatter(normalized);
-  const b = new DocumentBuilder();
+  const b = new DocumentBuilder(ctx.limits.maxTextChars);
   const defs = new Map<string, string>();
   const chunked = body.length > CHUNK_ABOVE;
   const scan = chunked ? scanBlocks(body, CHUNK_TARGET) : { cuts: [0], definitions: [] };

@@ -6,9 +6,10 @@
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { getDocument, VerbosityLevel } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { DocumentBuilder, InlineBuffer, collapseWhitespace, resolveHref, type InlineText } from './builder.ts';
-import { ExtractionError, type ExtractContext, type OutlineEntry, type RawExtraction } from './types.ts';
+import { ExtractionError, overLimit as limitError, type ExtractContext, type OutlineEntry, type RawExtraction } from './types.ts';
 
 const pdfjsDir = path.dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json'));
 const STANDARD_FONTS = `${path.join(pdfjsDir, 'standard_fonts')}${path.sep}`;
@@ -98,7 +99,46 @@ function failure(e: unknown): ExtractionError {
   });
 }
 
+const STREAM = Buffer.from('stream');
+const IMAGE_DICT = /\/Subtype\s*\/Image\b/;
+
+/**
+ * Refuses a PDF whose Flate-compressed streams inflate to more than `max` bytes in all, before pdf.js
+ * inflates any of them (it keeps each decoded stream whole: one 256 MiB content stream took the
+ * worker to 2.5 GB). Each stream is inflated by zlib with an output bound, and the bytes are dropped at
+ * once. Images are skipped: text extraction never decodes them. Streams with other filters are bounded
+ * by the extraction process's memory limit instead.
+ */
+export function assertInflationWithin(bytes: Uint8Array, max: number): void {
+  if (!Number.isFinite(max)) return;
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let total = 0;
+  for (let at = buf.indexOf(STREAM); at !== -1; at = buf.indexOf(STREAM, at + STREAM.length)) {
+    // "endstream", or a word that merely ends in "stream".
+    if (at > 0 && /[A-Za-z]/.test(String.fromCharCode(buf[at - 1]!))) continue;
+    let start = at + STREAM.length;
+    if (buf[start] === 0x0d) start++;
+    if (buf[start] !== 0x0a && buf[start - 1] !== 0x0d) continue;
+    if (buf[start] === 0x0a) start++;
+    // A zlib header (deflate, and a check value that divides by 31), as pdf.js requires of Flate.
+    const [cmf, flg] = [buf[start], buf[start + 1]];
+    if (cmf === undefined || flg === undefined || (cmf & 0x0f) !== 8 || ((cmf << 8) | flg) % 31 !== 0) continue;
+    const dict = buf.toString('latin1', Math.max(0, at - 1024), at);
+    if (IMAGE_DICT.test(dict.slice(dict.lastIndexOf(' obj') + 1))) continue;
+    let inflated: number;
+    try {
+      inflated = zlib.inflateSync(buf.subarray(start), { maxOutputLength: max - total + 1, finishFlush: zlib.constants.Z_SYNC_FLUSH }).byteLength;
+    } catch (e) {
+      if ((e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') inflated = max - total + 1;
+      else continue; // not a Flate stream after all (another filter first); pdf.js decides
+    }
+    total += inflated;
+    if (total > max) throw limitError(`its compressed streams inflate to more than ${Math.round(max / 1_048_576)} MB`);
+  }
+}
+
 export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promise<RawExtraction> {
+  assertInflationWithin(bytes, ctx.limits.maxInflatedBytes);
   const task = getDocument({
     // pdf.js transfers (detaches) the buffer it is given: hand it a copy.
     data: new Uint8Array(bytes),
@@ -122,6 +162,7 @@ export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promis
     }
     const numPages = pdf.numPages;
     if (!(numPages > 0)) throw new ExtractionError('corrupt', 'The PDF has no pages.');
+    if (numPages > ctx.limits.maxPdfPages) throw limitError(`it has ${numPages.toLocaleString('en-US')} pages, more than ${ctx.limits.maxPdfPages.toLocaleString('en-US')}`);
     let title: string | null = null;
     try {
       const meta = await pdf.getMetadata();
@@ -133,7 +174,7 @@ export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promis
       // Broken metadata does not make the text unreadable: no title.
     }
 
-    const b = new DocumentBuilder();
+    const b = new DocumentBuilder(ctx.limits.maxTextChars);
     const warnings: string[] = [];
     const emptyPages: number[] = [];
     const failedPages: number[] = [];

@@ -12,8 +12,8 @@ function trimLineEnd(line: string): string {
   return end === line.length ? line : line.slice(0, end);
 }
 
-export function extractPlain(source: string, _ctx: ExtractContext): RawExtraction {
-  const b = new DocumentBuilder();
+export function extractPlain(source: string, ctx: ExtractContext): RawExtraction {
+  const b = new DocumentBuilder(ctx.limits.maxTextChars);
   const normalized = source.replace(/\r\n?/g, '\n').replace(/\f/g, '\n\n');
   const para = /\n[ \t\u00A0]*\n\s*/g;
   let from = 0;

@@ -27,7 +27,10 @@ export type ExtractedDocument = {
   structureOnly: boolean;
 };
 
-export type ExtractionFailureReason = 'encrypted' | 'corrupt' | 'empty' | 'type_mismatch' | 'unsupported';
+export type ExtractionFailureReason =
+  | 'encrypted' | 'corrupt' | 'empty' | 'type_mismatch' | 'unsupported'
+  /** Over a limit of the extraction process (CPU time, memory) or of expansion (inflated bytes, pages, records). */
+  | 'limit';
 
 const PUBLIC_MESSAGES: Record<ExtractionFailureReason, string> = {
   encrypted: 'The PDF is password-protected; upload a copy without a password.',
@@ -35,6 +38,7 @@ const PUBLIC_MESSAGES: Record<ExtractionFailureReason, string> = {
   empty: 'The document contains no extractable text.',
   type_mismatch: 'The file content does not match the declared content type.',
   unsupported: 'This content type is not supported.',
+  limit: 'The document exceeds a processing limit.',
 };
 
 /**
@@ -69,8 +73,27 @@ export type RawExtraction = {
 
 export type OutlineEntry = { path: string[]; page?: number; level?: number };
 
+/** Bounds on what one document may expand to (issue 24): each refusal names its limit. */
+export type ExpansionLimits = {
+  /** Pages of a PDF. */
+  maxPdfPages: number;
+  /** Bytes the PDF's compressed streams may inflate to, in all. */
+  maxInflatedBytes: number;
+  /** Characters of extracted text. */
+  maxTextChars: number;
+};
+
+export const UNLIMITED: ExpansionLimits = {
+  maxPdfPages: Number.POSITIVE_INFINITY,
+  maxInflatedBytes: Number.POSITIVE_INFINITY,
+  maxTextChars: Number.POSITIVE_INFINITY,
+};
+
 export type ExtractContext = {
   /** Text size above which a preview may stop at structure; Infinity for live processing. */
   limit: number;
   sourceUrl?: string;
+  limits: ExpansionLimits;
 };
+
+export const overLimit = (what: string) => new ExtractionError('limit', `The document exceeds a processing limit: ${what}.`);

@@ -1,0 +1,175 @@
+/**
+ * Untrusted parsing off every event loop (issue 24): extraction, record building and dry-run plans run
+ * in a pool of child processes (tinypool, runtime child_process), one task per process at a time.
+ *
+ * Processes rather than worker threads: a thread's resourceLimits bound its V8 heap only, not the
+ * ArrayBuffers pdf.js inflates streams into, and terminating a thread cannot interrupt native code
+ * (zlib, a regular expression in C++); a process is killed whole and its memory returns to the system.
+ * The parent reads each busy process's CPU time and resident memory from /proc every SAMPLE_MS and
+ * kills it when either is over its limit (a wall-clock backstop covers systems without /proc). The
+ * task then fails with ExtractionError('limit') naming the limit, and tinypool starts a fresh process
+ * for the next one.
+ */
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import { Tinypool } from 'tinypool';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { ExtractionError, type SupportedContentType } from './extract/index.ts';
+import { runExtraction, type ExtractionTask, type StartedMessage, type TaskResult } from './extraction-task.ts';
+import type { IngestLimits, Plan, PreparedSource } from './prepare.ts';
+
+export type ExtractionPoolOptions = {
+  /** Processes at most (EXTRACTION_PROCESSES). */
+  processes: number;
+  /** CPU time one task may use (EXTRACTION_CPU_SECONDS). */
+  cpuSeconds: number;
+  /** Resident memory one process may reach (EXTRACTION_MEMORY_MB). */
+  memoryMb: number;
+  limits: IngestLimits;
+  /** Nice value of the processes (BACKGROUND_NICE): request handling keeps the cores first. */
+  nice?: number;
+  logger?: Logger;
+};
+
+export type ExtractionPool = {
+  /** Throws ExtractionError('type_mismatch') when the bytes are not what `contentType` says. */
+  check(bytes: Uint8Array, contentType: SupportedContentType): Promise<void>;
+  preview(bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null): Promise<Plan>;
+  build(input: { jobId: string; bytes: Uint8Array; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean }): Promise<PreparedSource>;
+  close(): Promise<void>;
+};
+
+const SAMPLE_MS = 100;
+/** /proc reports CPU time in clock ticks of USER_HZ, which Linux fixes at 100 for user space. */
+const TICK_MS = 10;
+
+type Usage = { cpuMs: number; rssBytes: number };
+
+/** CPU time and resident memory of a process, or null when it is gone (or there is no /proc). */
+async function usageOf(pid: number): Promise<Usage | null> {
+  try {
+    const [stat, status] = await Promise.all([readFile(`/proc/${pid}/stat`, 'latin1'), readFile(`/proc/${pid}/status`, 'latin1')]);
+    // Fields after the command name (which may hold spaces): state is 3rd, utime 14th, stime 15th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const rssKb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    return { cpuMs: (Number(fields[11]) + Number(fields[12])) * TICK_MS, rssBytes: rssKb * 1024 };
+  } catch {
+    return null;
+  }
+}
+
+/** A task's value, or its refusal as the ExtractionError it was in the extraction process. */
+function valueOf<T>(result: TaskResult<T>): T {
+  if ('refused' in result) {
+    throw Object.assign(new ExtractionError(result.refused.reason, result.refused.publicMessage), { message: result.refused.message });
+  }
+  return result.value;
+}
+
+export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPool {
+  const cpuMs = opts.cpuSeconds * 1000;
+  const memoryBytes = opts.memoryMb * 1_048_576;
+  const pool = new Tinypool({
+    filename: new URL('./extraction-process.ts', import.meta.url).href,
+    runtime: 'child_process',
+    // Structured clone over the IPC channel: bytes and records travel without JSON.
+    serialization: 'advanced',
+    minThreads: 0,
+    maxThreads: opts.processes,
+    idleTimeout: 60_000,
+    // The V8 heap stops at the limit too (the process dies with it); the sampling also sees buffers.
+    execArgv: [`--max-old-space-size=${opts.memoryMb}`],
+    // A process that kept a large heap after a task is replaced rather than reused.
+    maxMemoryLimitBeforeRecycle: memoryBytes / 2,
+    env: process.env as Record<string, string>,
+  });
+
+  async function run<T>(task: ExtractionTask): Promise<T> {
+    const abort = new AbortController();
+    let exceeded: string | null = null;
+    let lastRss = 0;
+    let watch: NodeJS.Timeout | undefined;
+    let backstop: NodeJS.Timeout | undefined;
+    const stop = (why: string) => {
+      exceeded ??= why;
+      abort.abort();
+    };
+    const overTime = `exceeded its time limit of ${opts.cpuSeconds} s of CPU`;
+    const channel = {
+      postMessage(message: unknown) {
+        const pid = (message as Partial<StartedMessage> | null)?.cairnExtractionStarted;
+        if (typeof pid !== 'number' || watch) return;
+        if (opts.nice) {
+          try {
+            os.setPriority(pid, opts.nice);
+          } catch (err) {
+            opts.logger?.debug({ err, pid }, 'extraction process priority not lowered');
+          }
+        }
+        let base: number | null = null;
+        const sample = async () => {
+          const usage = await usageOf(pid);
+          if (!usage || exceeded) return;
+          base ??= usage.cpuMs;
+          lastRss = usage.rssBytes;
+          if (usage.cpuMs - base > cpuMs) stop(overTime);
+          else if (usage.rssBytes > memoryBytes) stop(`exceeded its memory limit of ${opts.memoryMb} MB`);
+        };
+        void sample();
+        watch = setInterval(() => void sample(), SAMPLE_MS);
+        // Queued time does not count: the backstop starts with the work. CPU time never exceeds wall
+        // time on one core, so this only fires where sampling does not work.
+        backstop = setTimeout(() => stop(overTime), cpuMs * 4 + 10_000);
+      },
+    };
+    try {
+      const result = (await pool.run(task, { signal: abort.signal, channel })) as TaskResult<T>;
+      return valueOf(result);
+    } catch (err) {
+      if (err instanceof ExtractionError) throw err;
+      if (exceeded) throw new ExtractionError('limit', `Extraction ${exceeded}.`);
+      // The process died by itself: V8 stops at --max-old-space-size; anything else is a crash.
+      if (err instanceof Error && /exited unexpectedly/.test(err.message)) {
+        opts.logger?.warn({ err, lastRssBytes: lastRss, kind: task.kind }, 'extraction process ended unexpectedly');
+        throw lastRss > memoryBytes / 2
+          ? new ExtractionError('limit', `Extraction exceeded its memory limit of ${opts.memoryMb} MB.`)
+          : new ExtractionError('corrupt', 'The file could not be processed: its extraction ended unexpectedly.');
+      }
+      throw err;
+    } finally {
+      clearInterval(watch);
+      clearTimeout(backstop);
+    }
+  }
+
+  return {
+    check: async (bytes, contentType) => {
+      await run<null>({ kind: 'check', bytes, contentType });
+    },
+    preview: (bytes, contentType, finalUrl) => run<Plan>({ kind: 'preview', bytes, contentType, finalUrl, limits: opts.limits }),
+    build: (input) => run<PreparedSource>({ kind: 'build', ...input, limits: opts.limits }),
+    close: () => pool.destroy(),
+  };
+}
+
+/**
+ * The same work on the calling thread, without limits on CPU time or memory: for tests and benchmarks
+ * that measure or seed storage, never for untrusted input.
+ */
+export function inProcessExtraction(limits: IngestLimits): ExtractionPool {
+  const unwrap = async <T>(task: ExtractionTask) => valueOf((await runExtraction(task)) as TaskResult<T>);
+  return {
+    check: async (bytes, contentType) => {
+      await unwrap<null>({ kind: 'check', bytes, contentType });
+    },
+    preview: (bytes, contentType, finalUrl) => unwrap<Plan>({ kind: 'preview', bytes, contentType, finalUrl, limits }),
+    build: (input) => unwrap<PreparedSource>({ kind: 'build', ...input, limits }),
+    close: async () => {},
+  };
+}
+
+/** The pool a process's configuration asks for (EXTRACTION_*, INGEST_MAX_*, BACKGROUND_NICE). */
+export function extractionPoolFor(config: Config, logger?: Logger): ExtractionPool {
+  return createExtractionPool({ ...config.extraction, nice: config.worker.nice, logger });
+}

@@ -1,0 +1,23 @@
+/**
+ * The entry point of an extraction process (tinypool, runtime child_process; see ./extraction-pool.ts).
+ *
+ * A watchdog thread ends the process as soon as its parent is gone (its parent pid changes when it is
+ * re-parented): the parent enforces the CPU and memory limits, so an orphan running a pathological
+ * document would otherwise go on unwatched after a worker was killed. A thread, because the main
+ * thread may be inside a synchronous parse for a long time.
+ */
+import { Worker } from 'node:worker_threads';
+import { runExtraction, type ExtractionTask, type StartedMessage, type TaskResult } from './extraction-task.ts';
+
+const watchdog = new Worker(
+  `const { workerData } = require('node:worker_threads');
+   setInterval(() => { if (process.ppid !== workerData) process.kill(process.pid, 'SIGKILL'); }, 500);`,
+  { eval: true, workerData: process.ppid },
+);
+watchdog.unref();
+
+/** Tells the parent this process started the task (so it watches this pid from now on), then runs it. */
+export default async function run(task: ExtractionTask): Promise<TaskResult<unknown>> {
+  process.send?.({ cairnExtractionStarted: process.pid } satisfies StartedMessage);
+  return runExtraction(task);
+}

@@ -1,0 +1,150 @@
+/**
+ * The pure part of an ingest job's build step and of a dry run: bytes in, the source's text, records
+ * (with their deterministic ids) and plan out. Runs in the extraction processes
+ * (./extraction-task.ts), never on an event loop that serves requests or workflow tasks; nothing here
+ * touches the database.
+ */
+import { deterministicUuid } from '../ids.ts';
+import {
+  assertContentMatches,
+  extract,
+  overLimit,
+  type ExpansionLimits,
+  type Section,
+  type SupportedContentType,
+} from './extract/index.ts';
+import { lexiconWords } from './lexicon.ts';
+import { decideQuarantine, type QuarantineDecision } from './quarantine.ts';
+import { buildRecords, contentHash } from './records.ts';
+
+/** Above about 384 KB of text a dry run previews document structure only (spec section 8). */
+export const PREVIEW_TEXT_LIMIT = 384_000;
+
+/** How far one source may expand (INGEST_MAX_PDF_PAGES, INGEST_MAX_EXPANSION, INGEST_MAX_RECORDS_PER_KB). */
+export type IngestLimits = { maxPdfPages: number; maxExpansion: number; maxRecordsPerKb: number };
+
+/** Every source may expand this far, however small: the ratios only bound large ones. */
+const MIN_STORED_CHARS = 4 * 1_048_576;
+const MIN_INFLATED_BYTES = 64 * 1_048_576;
+const MIN_RECORDS = 5_000;
+
+/** The bounds for a source of `size` bytes. */
+export function expansionLimits(size: number, limits: IngestLimits): ExpansionLimits & { maxStoredChars: number; maxRecords: number } {
+  const stored = Math.max(MIN_STORED_CHARS, limits.maxExpansion * size);
+  return {
+    maxPdfPages: limits.maxPdfPages,
+    maxInflatedBytes: Math.max(MIN_INFLATED_BYTES, limits.maxExpansion * size),
+    maxTextChars: stored,
+    maxStoredChars: stored,
+    maxRecords: Math.max(MIN_RECORDS, Math.floor((limits.maxRecordsPerKb * size) / 1024)),
+  };
+}
+
+export type RecordRow = {
+  id: string; kind: string; text: string; start_offset: number; end_offset: number; section_path: string[]; page: number | null;
+  subject: string | null; link_type: string | null; link_from: string | null; link_to: string | null; content_hash: string;
+};
+
+export type RecordCounts = { sourceExcerpts: number; facts: number; links: number; total: number };
+
+export type PreparedSource = {
+  title: string | null;
+  text: string;
+  textHash: string;
+  sections: Section[];
+  rows: RecordRow[];
+  counts: RecordCounts;
+  quarantine: QuarantineDecision;
+  /** The new words of the account's lexicon (shared/ingest/lexicon.ts). */
+  words: string[];
+};
+
+/** Extracts the bytes of a job and builds its records, within the expansion limits. */
+export async function prepareSource(input: {
+  jobId: string;
+  bytes: Uint8Array;
+  contentType: SupportedContentType;
+  sourceUrl?: string;
+  crossSiteRedirect: boolean;
+  limits: IngestLimits;
+}): Promise<PreparedSource> {
+  const bounds = expansionLimits(input.bytes.byteLength, input.limits);
+  assertContentMatches(input.bytes, input.contentType);
+  const doc = await extract(input.bytes, input.contentType, { sourceUrl: input.sourceUrl, limits: bounds });
+  const records = buildRecords(doc);
+  const counts = countsOf(records);
+  if (counts.total > bounds.maxRecords) {
+    throw overLimit(`it makes ${counts.total.toLocaleString('en-US')} records, more than ${bounds.maxRecords.toLocaleString('en-US')} for its size`);
+  }
+  let stored = doc.text.length;
+  for (const list of [records.excerpts, records.facts, records.links]) for (const r of list) stored += r.text.length;
+  if (stored > bounds.maxStoredChars) {
+    throw overLimit(`it expands to ${stored.toLocaleString('en-US')} characters of text and records, more than ${bounds.maxStoredChars.toLocaleString('en-US')} for its size`);
+  }
+  const rows = [
+    ...records.excerpts.map((r) => ({ ...r, subject: null, linkType: null, from: null, to: null })),
+    ...records.facts.map((r) => ({ ...r, page: undefined, linkType: null, from: null, to: null })),
+    ...records.links.map((r) => ({ ...r, sectionPath: [] as string[], page: undefined, subject: null })),
+  ].map((r): RecordRow => ({
+    id: deterministicUuid(`${input.jobId}:${r.kind}:${r.start}:${r.end}:${'to' in r && r.to ? r.to : ''}:${'from' in r && r.from ? r.from : ''}`),
+    kind: r.kind,
+    text: r.text,
+    start_offset: r.start,
+    end_offset: r.end,
+    section_path: r.sectionPath,
+    page: r.page ?? null,
+    subject: r.subject ?? null,
+    link_type: 'linkType' in r ? r.linkType : null,
+    link_from: 'from' in r ? r.from : null,
+    link_to: 'to' in r ? r.to : null,
+    content_hash: contentHash(r.text),
+  }));
+  return {
+    title: doc.title,
+    text: doc.text,
+    textHash: contentHash(doc.text),
+    sections: doc.sections,
+    // Two records of one span and kind are one record.
+    rows: [...new Map(rows.map((r) => [r.id, r])).values()],
+    counts,
+    quarantine: decideQuarantine(doc, records, { crossSiteRedirect: input.crossSiteRedirect }),
+    words: lexiconWords(records.excerpts.map((e) => e.text)),
+  };
+}
+
+function countsOf(records: ReturnType<typeof buildRecords>): RecordCounts {
+  const counts = { sourceExcerpts: records.excerpts.length, facts: records.facts.length, links: records.links.length };
+  return { ...counts, total: counts.sourceExcerpts + counts.facts + counts.links };
+}
+
+/** The plan of a dry run: what live processing would make of these bytes. Persists nothing. */
+export async function planOf(bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null, limits: IngestLimits) {
+  assertContentMatches(bytes, contentType);
+  const doc = await extract(bytes, contentType, {
+    structureOnlyAboveChars: PREVIEW_TEXT_LIMIT,
+    sourceUrl: finalUrl ?? undefined,
+    limits: expansionLimits(bytes.byteLength, limits),
+  });
+  const counts = countsOf(buildRecords(doc));
+  const what = doc.structureOnly ? 'a structural preview of' : '';
+  return {
+    summary:
+      `${doc.title ? `"${doc.title}"` : 'Untitled document'} (${contentType}, ${bytes.byteLength} bytes): ` +
+      `${what ? `${what} ` : ''}${counts.sourceExcerpts} source excerpts, ${counts.facts} facts and ${counts.links} links ` +
+      `(${counts.total} records)${doc.structureOnly ? '; live processing extracts the full text' : ''}.`,
+    title: doc.title,
+    contentType,
+    sizeBytes: bytes.byteLength,
+    finalUrl,
+    structureOnly: doc.structureOnly,
+    sections: doc.sections.length,
+    pages: doc.pages,
+    records: counts,
+    // The built-in extractor needs no provider and costs no credits.
+    estimatedCredits: 0,
+    warnings: doc.warnings,
+  };
+}
+
+export type Plan = Awaited<ReturnType<typeof planOf>>;
+

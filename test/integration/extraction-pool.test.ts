@@ -1,0 +1,111 @@
+import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ExtractionError } from '../../shared/ingest/extract/index.ts';
+import { createExtractionPool, type ExtractionPool } from '../../shared/ingest/extraction-pool.ts';
+import { flateBombPdf, keyPathBomb, nestedDivs } from '../helpers/hostile-files.ts';
+
+// Extraction runs in child processes with a CPU-time and a memory limit (issue 24): real processes,
+// real documents, no stand-ins.
+
+const LIMITS = { maxPdfPages: 2000, maxExpansion: 20, maxRecordsPerKb: 128 };
+const pools: ExtractionPool[] = [];
+const poolWith = (over: { cpuSeconds?: number; memoryMb?: number; limits?: Partial<typeof LIMITS> }) => {
+  const pool = createExtractionPool({ processes: 1, cpuSeconds: 60, memoryMb: 1024, ...over, limits: { ...LIMITS, ...over.limits } });
+  pools.push(pool);
+  return pool;
+};
+afterAll(async () => {
+  await Promise.all(pools.map((p) => p.close()));
+});
+
+/** Live child processes of `parent`, from /proc. */
+async function childrenOf(parent: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parent) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** Running (a zombie waiting for its new parent to reap it is not). */
+const alive = async (pid: number) => {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+};
+
+const build = (pool: ExtractionPool, bytes: Buffer, contentType: 'text/html' | 'application/pdf' | 'application/json' | 'text/markdown') =>
+  pool.build({ jobId: '00000000-0000-4000-8000-000000000001', bytes, contentType, crossSiteRedirect: false });
+
+describe('extraction processes', () => {
+  it('end a document over the CPU-time limit, naming the limit, while this event loop keeps running; the next task gets a fresh process', async () => {
+    const pool = poolWith({ cpuSeconds: 1 });
+    const before = await childrenOf(process.pid);
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 50);
+    const err = await build(pool, nestedDivs(400_000), 'text/html').catch((e: unknown) => e);
+    clearInterval(timer);
+    expect(err).toBeInstanceOf(ExtractionError);
+    expect(err).toMatchObject({ reason: 'limit', publicMessage: 'Extraction exceeded its time limit of 1 s of CPU.' });
+    expect(ticks).toBeGreaterThan(5);
+    // The process that ran it is gone (tinypool kills it: SIGTERM, then SIGKILL).
+    for (let i = 0; i < 40 && (await childrenOf(process.pid)).some((p) => !before.includes(p)); i++) await sleep(100);
+    expect((await childrenOf(process.pid)).filter((p) => !before.includes(p))).toEqual([]);
+
+    const ok = await build(pool, Buffer.from('# Kestrel\n\nKestrel launched in 2024 under Ana Smith.'), 'text/markdown');
+    expect(ok.title).toBe('Kestrel');
+    expect(ok.counts.total).toBeGreaterThan(0);
+  });
+
+  it('end a process over the memory limit, naming the limit', async () => {
+    // Without the inflation bound, pdf.js keeps the 256 MiB content stream whole.
+    const pool = poolWith({ memoryMb: 300, limits: { maxExpansion: 100_000 } });
+    const err = await build(pool, flateBombPdf(256), 'application/pdf').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ExtractionError);
+    expect(err).toMatchObject({ reason: 'limit', publicMessage: 'Extraction exceeded its memory limit of 300 MB.' });
+  });
+
+  it('refuse expansion past its bounds: inflated streams, pages, and text per input byte', async () => {
+    const pool = poolWith({ limits: { maxPdfPages: 1 } });
+    await expect(build(pool, flateBombPdf(256), 'application/pdf')).rejects.toMatchObject({
+      reason: 'limit', message: expect.stringContaining('its compressed streams inflate to more than 64 MB'),
+    });
+    const multipage = await readFile('test/fixtures/ingest/multipage.pdf');
+    await expect(build(pool, multipage, 'application/pdf')).rejects.toMatchObject({ reason: 'limit', message: expect.stringMatching(/it has \d+ pages, more than 1/) });
+    // Every value of this 64 KB document once carried its 60 KB key path (over 120 MB of text).
+    const json = keyPathBomb();
+    const doc = await build(pool, json, 'application/json');
+    expect(doc.text.length).toBeLessThan(json.length * 6);
+  });
+
+  it('carry a refusal across the process boundary as the ExtractionError it was', async () => {
+    const pool = poolWith({});
+    await expect(pool.check(Buffer.from('%PDF-1.7 not markdown'), 'text/markdown')).rejects.toMatchObject({ reason: 'type_mismatch' });
+    await expect(pool.check(Buffer.from('{"a": '), 'application/json')).rejects.toMatchObject({ reason: 'type_mismatch' });
+    await expect(pool.check(Buffer.from('# fine'), 'text/markdown')).resolves.toBeUndefined();
+  });
+
+  it('do not outlive a parent that was killed', async () => {
+    // A parent that starts an endless extraction, then dies by SIGKILL: no one enforces the limits any more.
+    const script = `
+      import { createExtractionPool } from ${JSON.stringify(new URL('../../shared/ingest/extraction-pool.ts', import.meta.url).href)};
+      const pool = createExtractionPool({ processes: 1, cpuSeconds: 3600, memoryMb: 2048, limits: ${JSON.stringify(LIMITS)} });
+      const html = Buffer.from('<html><body>' + '<div>'.repeat(2000000) + '</div>'.repeat(2000000) + '</body></html>');
+      pool.build({ jobId: 'x', bytes: html, contentType: 'text/html', crossSiteRedirect: false }).catch(() => {});
+      setInterval(() => {}, 1000);`;
+    const parent = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' });
+    let child: number | undefined;
+    for (let i = 0; i < 100 && child === undefined; i++) {
+      await sleep(100);
+      child = (await childrenOf(parent.pid!))[0];
+    }
+    expect(child).toBeDefined();
+    await sleep(500); // the extraction is under way
+    parent.kill('SIGKILL');
+    for (let i = 0; i < 50 && (await alive(child!)); i++) await sleep(100);
+    expect(await alive(child!)).toBe(false);
+  });
+});
