@@ -2,7 +2,9 @@ import type { TermIndex } from '../shared/retrieval/term-index.ts';
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { ZodType } from 'zod';
 import type { Config } from '../shared/config.ts';
+import { withoutControlCharacters } from '../shared/contracts/common.ts';
 import type { Orm } from '../shared/db/orm.ts';
 import type { ExtractionPool } from '../shared/ingest/extraction-pool.ts';
 import type { FreeWorkLimiter } from '../shared/ops/free-work.ts';
@@ -84,7 +86,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors,
   }).withTypeProvider<ZodTypeProvider>();
 
-  app.setValidatorCompiler(validatorCompiler);
+  // Routes declare zod schemas (the type provider); every one also refuses control characters.
+  app.setValidatorCompiler((route) => validatorCompiler({ ...route, schema: withoutControlCharacters(route.schema as ZodType) }));
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

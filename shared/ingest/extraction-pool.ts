@@ -75,7 +75,10 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
     runtime: 'child_process',
     // Structured clone over the IPC channel: bytes and records travel without JSON.
     serialization: 'advanced',
-    minThreads: 0,
+    // At least one process: tinypool replaces a killed process only up to minThreads, and tasks queued
+    // behind it would otherwise wait for the next task to arrive. It also keeps a preview from paying
+    // for a process start (about half a second).
+    minThreads: 1,
     maxThreads: opts.processes,
     idleTimeout: 60_000,
     // The V8 heap stops at the limit too (the process dies with it); the sampling also sees buffers.

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Claim, ClaimsListRequest } from '../contracts/memory.ts';
 import { AppError, notFound } from '../errors.ts';
-import { decodeCursor, iso, page, sql, type Em } from './db.ts';
+import { decodeCursor, exactTime, iso, page, sql, type Em } from './db.ts';
 import { isUuid } from './events.ts';
 import { requireLabel } from './labels.ts';
 
@@ -26,6 +26,8 @@ export type ClaimRow = {
   categories: string[]; valid_from: Date; valid_to: Date | null; message_id: string | null; span_start: number | null;
   span_end: number | null; message_content: string | null; conflicts_with: string[]; warning: string | null;
   head_revision: string; revision: number; created_at: Date; updated_at: Date; peer_id: string; score?: number;
+  /** created_at with its microseconds, for cursors. */
+  created_key: string;
 };
 
 /**
@@ -38,7 +40,7 @@ export const CLAIM_SELECT = `select c.id, c.content, p.label as peer_label, s.la
   case when c.support_status = 'supported' and cardinality(later.ids) > 0 then 'conflicting' else c.support_status end as support_status,
   c.categories, c.valid_from, c.valid_to, c.message_id, c.span_start, c.span_end,
   m.content as message_content, c.conflicts_with || later.ids as conflicts_with, c.warning, c.head_revision, c.revision, c.created_at,
-  c.updated_at, c.peer_id
+  c.updated_at, c.peer_id, ${exactTime('c.created_at')} as created_key
   from memory_claim c join memory_peer p on p.id = c.peer_id
   cross join lateral (select coalesce(array_agg(o.id order by o.created_at, o.id), '{}') as ids from memory_claim o
                        where o.conflicts_with @> array[c.id] and o.peer_id = c.peer_id and not (o.id = any(c.conflicts_with))) later
@@ -100,7 +102,7 @@ export async function listClaims(em: Em, accountId: string, req: ClaimsListReque
     params.push(...after);
   }
   const rows = await sql<ClaimRow>(em, `${CLAIM_SELECT} where ${where.join(' and ')} order by c.created_at desc, c.id desc limit ?`, [...params, req.limit + 1]);
-  return page(rows, req.limit, (r) => [iso(r.created_at)!, r.id], claimRecord);
+  return page(rows, req.limit, (r) => [r.created_key, r.id], claimRecord);
 }
 
 /**

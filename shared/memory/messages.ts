@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { WORKSPACE, type MessagesCreateRequest } from '../contracts/memory.ts';
 import { AppError, validationError } from '../errors.ts';
-import { decodeCursor, iso, page, sql, type Em } from './db.ts';
+import { decodeCursor, exactTime, iso, page, sql, type Em } from './db.ts';
 import { notifyQueued } from './events.ts';
 import { requireLabel } from './labels.ts';
 
@@ -115,10 +115,12 @@ export type MessageRow = {
   id: string; session_label: string; peer_label: string; role: Receipt['results'][number]['role']; content: string;
   agent_id: string | null; metadata: Record<string, unknown> | null; source_ids: string[]; event_id: string; position: number;
   created_at: Date;
+  /** created_at with its microseconds, for cursors. */
+  created_key: string;
 };
 
 export const MESSAGE_SELECT = `select m.id, s.label as session_label, p.label as peer_label, m.role, m.content, m.agent_id,
-  m.metadata, m.source_ids, m.event_id, m.position, m.created_at
+  m.metadata, m.source_ids, m.event_id, m.position, m.created_at, ${exactTime('m.created_at')} as created_key
   from memory_message m join memory_session s on s.id = m.session_id join memory_peer p on p.id = m.peer_id`;
 
 export function messageItem(m: MessageRow) {
@@ -151,5 +153,5 @@ export async function listMessages(em: Em, accountId: string, sessionLabel: stri
      order by m.created_at, m.event_id, m.position limit ?`,
     after ? [session.id, ...after, p.limit + 1] : [session.id, p.limit + 1],
   );
-  return page(rows, p.limit, (m) => [iso(m.created_at)!, m.event_id, m.position], messageItem);
+  return page(rows, p.limit, (m) => [m.created_key, m.event_id, m.position], messageItem);
 }

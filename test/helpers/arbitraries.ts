@@ -111,3 +111,43 @@ export const pathSegment = fc.oneof(
   // Past ~16 KB the request line is refused by Node's HTTP parser (431) before the service sees it.
   hostileString.filter((s) => s.length > 0).map((s) => s.slice(0, 4000)),
 );
+
+/**
+ * Values the schema accepts as far as its JSON Schema says (types, enums, lengths, formats; not
+ * patterns), with nothing hostile mixed in: requests that get past validation and reach the handlers.
+ */
+export function validFromSchema(s: JsonSchema, depth = 0): fc.Arbitrary<unknown> {
+  if (!s || typeof s !== 'object' || depth > 5) return fc.constant(null);
+  if (s.const !== undefined) return fc.constant(s.const);
+  if (Array.isArray(s.enum)) return fc.constantFrom(...(s.enum as unknown[]));
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+    const options = Array.isArray(s[key]) ? (s[key] as JsonSchema[]).filter((x) => x.type !== 'null') : [];
+    if (options.length) return key === 'allOf' ? validFromSchema(options[0], depth + 1) : fc.oneof(...options.map((x) => validFromSchema(x, depth + 1)));
+  }
+  const type = Array.isArray(s.type) ? s.type.find((t: string) => t !== 'null') : s.type;
+  switch (type) {
+    case 'string':
+      if (s.format === 'date') return fc.constant('2026-01-15');
+      return stringFor(s).filter((v) => v.trim().length >= (s.minLength ?? 0));
+    case 'integer':
+      return fc.integer({ min: Math.max(s.minimum ?? 1, (s.exclusiveMinimum ?? 0) + 1), max: Math.min(s.maximum ?? 50, 50) });
+    case 'number':
+      return fc.integer({ min: 0, max: 1 });
+    case 'boolean':
+      return fc.boolean();
+    case 'null':
+      return fc.constant(null);
+    case 'array':
+      return fc.array(validFromSchema(s.items ?? {}, depth + 1), { minLength: s.minItems ?? 0, maxLength: Math.max(s.minItems ?? 0, Math.min(s.maxItems ?? 3, 3)) });
+    default: {
+      const props: Record<string, JsonSchema> = s.properties ?? {};
+      const required = new Set<string>(s.required ?? []);
+      return fc.record(Object.fromEntries(Object.entries(props).map(([k, v]) => [k, validFromSchema(v, depth + 1)])), {
+        requiredKeys: [...required].filter((k) => k in props),
+      });
+    }
+  }
+}
+
+/** Characters no request string may hold: NUL, other C0 controls, DEL, and unpaired surrogates. */
+export const controlCharacter = fc.constantFrom('\u0000', '\u0001', '\u0008', '\u000b', '\u001b', '\u001f', '\u007f', '\ud800', '\udfff', 'a\udc00');

@@ -11,7 +11,7 @@ import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import type { ApiMetrics, WorkerMetrics } from '../../shared/ops/metrics.ts';
 import { createTemporalClient, type TemporalClientHandle } from '../../shared/temporal/client.ts';
 import { createTermIndex } from '../../shared/retrieval/term-index.ts';
-import { extractionPoolFor } from '../../shared/ingest/extraction-pool.ts';
+import { extractionPoolFor, inProcessExtraction } from '../../shared/ingest/extraction-pool.ts';
 import { createFreeWorkLimiter } from '../../shared/ops/free-work.ts';
 import { createWorker, type CairnWorker, type WorkerDeps } from '../../shared/temporal/worker.ts';
 
@@ -117,8 +117,8 @@ export async function offlineDeps() {
   return {
     orm: await createOrm('postgres://offline@127.0.0.1:9/offline'),
     temporal: createTemporalClient('127.0.0.1:9', 'default'),
-    // Starts no process until a task arrives (these tests extract nothing).
-    extraction: extractionPoolFor(config),
+    // These tests extract nothing.
+    extraction: inProcessExtraction(config.extraction.limits),
     freeWork: createFreeWorkLimiter(config.freeWorkPerAccount),
   };
 }

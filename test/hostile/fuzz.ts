@@ -1,6 +1,9 @@
 import fc from 'fast-check';
 import { expect } from 'vitest';
-import type { Json } from '../helpers/accounts.ts';
+import { ApiClient, cliSignIn, createKey, createTestAccount, signIn, type Json } from '../helpers/accounts.ts';
+import { createTestDatabase } from '../helpers/db.ts';
+import { startMcpStack } from '../helpers/mcp.ts';
+import { startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 import { fromSchema, pathSegment, type JsonSchema } from '../helpers/arbitraries.ts';
 
 // The shared machinery of the hostile-input suite: the route table read from the service's own
@@ -131,4 +134,40 @@ export function describeFailure(what: string, err: Error): string {
 /** Asserts a collected list of failures is empty, printing all of them when not. */
 export function expectNoFailures(failures: string[]) {
   expect(failures, failures.join('\n\n')).toEqual([]);
+}
+
+export type Credentials = Record<'apiKey' | 'cli' | 'browser', Record<string, string>>;
+
+/**
+ * The service as the hostile suites attack it: a worker, the API and MCP listener, and one account
+ * with every scope signed in three ways (API key, CLI token, browser session).
+ */
+export async function hostileStack() {
+  const temporal = testTemporalClient();
+  const db = await createTestDatabase();
+  const taskQueue = uniqueTaskQueue();
+  const worker = await startWorker({ orm: db.orm, taskQueue });
+  const stack = await startMcpStack({ orm: db.orm, temporal, taskQueue });
+  const client = new ApiClient(stack.baseUrl);
+  const limit = 100_000;
+  const account = await createTestAccount(db.orm, {
+    monthlyCredits: limit, queryDailyLimit: limit, ingestDailyLimit: limit, queryMonthlyLimit: limit, ingestMonthlyLimit: limit,
+  });
+  const cookie = await signIn(client, account);
+  const key = await createKey(client, { cookie }, { scopes: ['ingest', 'query', 'query.answer', 'memory.read', 'memory.write'] });
+  const creds: Credentials = {
+    apiKey: { authorization: `Bearer ${key.secret}` },
+    cli: { authorization: `Bearer ${await cliSignIn(client, cookie)}` },
+    browser: { cookie: `service_session=${cookie}`, 'x-service-csrf': '1', origin: stack.baseUrl },
+  };
+  const doc = (await send(stack.baseUrl, 'GET', '/openapi.json')).json;
+  return {
+    db, stack, creds, doc,
+    async close() {
+      await stack.close();
+      await worker.stop();
+      await temporal.close();
+      await db.drop();
+    },
+  };
 }

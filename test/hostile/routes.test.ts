@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient, cliSignIn, createKey, createTestAccount, signIn, type Json } from '../helpers/accounts.ts';
+import type { Json } from '../helpers/accounts.ts';
 import { fromSchema } from '../helpers/arbitraries.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { startMcpStack, type McpStack } from '../helpers/mcp.ts';
-import { startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
-import { checkAnswer, describeFailure, expectNoFailures, fuzzOperation, operations, send, SELF_ENDING, type Operation } from './fuzz.ts';
+import type { McpStack } from '../helpers/mcp.ts';
+import {
+  checkAnswer, describeFailure, expectNoFailures, fuzzOperation, hostileStack, operations, send, SELF_ENDING, type Credentials, type Operation,
+} from './fuzz.ts';
 
 // Hostile input (issue 10): property-based requests against every route of the OpenAPI document and
 // every MCP tool, with arguments derived from their own schemas, as each kind of credential. Whatever
@@ -13,44 +13,21 @@ import { checkAnswer, describeFailure, expectNoFailures, fuzzOperation, operatio
 // header echoes attacker text. Then the classic malformed bodies: oversized, deeply nested, invalid
 // UTF-8, header injection.
 
-const ALL_SCOPES = ['ingest', 'query', 'query.answer', 'memory.read', 'memory.write'];
 const RUNS = 25;
 
-let db: TestDatabase;
+let hostile: Awaited<ReturnType<typeof hostileStack>>;
 let stack: McpStack;
-let worker: Awaited<ReturnType<typeof startWorker>>;
-let client: ApiClient;
 let ops: Operation[];
-const creds: Record<'apiKey' | 'cli' | 'browser', Record<string, string>> = { apiKey: {}, cli: {}, browser: {} };
-const temporal = testTemporalClient();
+let creds: Credentials;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const taskQueue = uniqueTaskQueue();
-  worker = await startWorker({ orm: db.orm, taskQueue });
-  stack = await startMcpStack({ orm: db.orm, temporal, taskQueue });
-  client = new ApiClient(stack.baseUrl);
-  const account = await createTestAccount(db.orm, {
-    monthlyCredits: 100_000,
-    queryDailyLimit: 100_000,
-    ingestDailyLimit: 100_000,
-    queryMonthlyLimit: 100_000,
-    ingestMonthlyLimit: 100_000,
-  });
-  const cookie = await signIn(client, account);
-  const key = await createKey(client, { cookie }, { scopes: ALL_SCOPES });
-  creds.apiKey = { authorization: `Bearer ${key.secret}` };
-  creds.cli = { authorization: `Bearer ${await cliSignIn(client, cookie)}` };
-  creds.browser = { cookie: `service_session=${cookie}`, 'x-service-csrf': '1', origin: stack.baseUrl };
-  const doc = await send(stack.baseUrl, 'GET', '/openapi.json');
-  ops = operations(doc.json).filter((op) => !SELF_ENDING.has(`${op.method} ${op.path}`));
+  hostile = await hostileStack();
+  ({ stack, creds } = hostile);
+  ops = operations(hostile.doc).filter((op) => !SELF_ENDING.has(`${op.method} ${op.path}`));
 }, 180_000);
 
 afterAll(async () => {
-  await stack?.close();
-  await worker?.stop();
-  await temporal.close();
-  await db?.drop();
+  await hostile?.close();
 });
 
 describe('every route, generated requests', () => {

@@ -218,6 +218,8 @@ describe('live ingest', () => {
     const r = await call('POST', '/v1/ingest/file', file('plain.txt', 'text/plain', fact, live({})));
     expect((await waitJob(r.body.job.id)).status).toBe('succeeded');
     const kinds = async (workflowId: string) => {
+      // The job ends in the build step; the workflow's last task (its final status) may come just after.
+      await temporal.client.workflow.getHandle(workflowId).result();
       const { events } = await temporal.client.workflow.getHandle(workflowId).fetchHistory();
       return {
         activities: events!.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),

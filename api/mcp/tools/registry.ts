@@ -8,6 +8,7 @@ import type { TermIndex } from '../../../shared/retrieval/term-index.ts';
 import type { Config } from '../../../shared/config.ts';
 import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
 import type { Scope } from '../../../shared/contracts/account.ts';
+import { CONTROL_CHARACTER_MESSAGE, controlCharacterPath } from '../../../shared/contracts/common.ts';
 import { AppError } from '../../../shared/errors.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 
@@ -49,6 +50,8 @@ export function missingScopes(principal: Principal, needed: readonly Scope[]): S
 
 /** Runs one tool call: scopes first (a missing scope is a tool error, never data), then the tool. */
 export async function callTool<I extends z.ZodObject>(tool: McpTool<I>, ctx: ToolContext, input: z.infer<I>): Promise<CallToolResult> {
+  const bad = controlCharacterPath(input);
+  if (bad) return toolError('validation_error', `${bad.join('.') || 'input'} ${CONTROL_CHARACTER_MESSAGE}.`);
   const needed = typeof tool.scopes === 'function' ? tool.scopes(input) : tool.scopes;
   const missing = missingScopes(ctx.principal, needed);
   if (missing.length) {
