@@ -27,18 +27,63 @@ export type ExtractionPoolOptions = {
   /** Resident memory one process may reach (EXTRACTION_MEMORY_MB). */
   memoryMb: number;
   limits: IngestLimits;
-  /** Nice value of the processes (BACKGROUND_NICE): request handling keeps the cores first. */
+  /** Nice value of the processes: request handling and the worker's own loop keep the cores first. */
   nice?: number;
   logger?: Logger;
 };
 
+/** Every task names the account it is for: processes are shared fairly between accounts. */
 export type ExtractionPool = {
   /** Throws ExtractionError('type_mismatch') when the bytes are not what `contentType` says. */
-  check(bytes: Uint8Array, contentType: SupportedContentType): Promise<void>;
-  preview(bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null): Promise<Plan>;
-  build(input: { jobId: string; bytes: Uint8Array; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean }): Promise<PreparedSource>;
+  check(accountId: string, bytes: Uint8Array, contentType: SupportedContentType): Promise<void>;
+  preview(accountId: string, bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null): Promise<Plan>;
+  build(
+    accountId: string,
+    input: { jobId: string; bytes: Uint8Array; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean },
+  ): Promise<PreparedSource>;
   close(): Promise<void>;
 };
+
+/**
+ * The pool's processes as slots shared between accounts: one account holds at most all but one of
+ * them (one with a single process), so another account's document never waits behind a third of
+ * the first one's, however long those run (up to the CPU limit each). Waiting tasks start in arrival
+ * order among the accounts under their share.
+ */
+export function fairSlots(total: number) {
+  const perAccount = Math.max(1, total - 1);
+  const running = new Map<string, number>();
+  const waiting: { accountId: string; start: () => void }[] = [];
+  let busy = 0;
+  const take = (accountId: string) => {
+    busy++;
+    running.set(accountId, (running.get(accountId) ?? 0) + 1);
+  };
+  const dispatch = () => {
+    while (busy < total) {
+      const i = waiting.findIndex((w) => (running.get(w.accountId) ?? 0) < perAccount);
+      if (i === -1) return;
+      const [next] = waiting.splice(i, 1);
+      take(next!.accountId);
+      next!.start();
+    }
+  };
+  return {
+    async acquire(accountId: string): Promise<void> {
+      await new Promise<void>((start) => {
+        waiting.push({ accountId, start });
+        dispatch();
+      });
+    },
+    release(accountId: string) {
+      busy--;
+      const left = running.get(accountId)! - 1;
+      if (left > 0) running.set(accountId, left);
+      else running.delete(accountId);
+      dispatch();
+    },
+  };
+}
 
 const SAMPLE_MS = 100;
 /** /proc reports CPU time in clock ticks of USER_HZ, which Linux fixes at 100 for user space. */
@@ -88,7 +133,17 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
     env: process.env as Record<string, string>,
   });
 
-  async function run<T>(task: ExtractionTask): Promise<T> {
+  const slots = fairSlots(opts.processes);
+  async function run<T>(accountId: string, task: ExtractionTask): Promise<T> {
+    await slots.acquire(accountId);
+    try {
+      return await runNow<T>(task);
+    } finally {
+      slots.release(accountId);
+    }
+  }
+
+  async function runNow<T>(task: ExtractionTask): Promise<T> {
     const abort = new AbortController();
     let exceeded: string | null = null;
     let lastRss = 0;
@@ -147,11 +202,11 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
   }
 
   return {
-    check: async (bytes, contentType) => {
-      await run<null>({ kind: 'check', bytes, contentType });
+    check: async (accountId, bytes, contentType) => {
+      await run<null>(accountId, { kind: 'check', bytes, contentType });
     },
-    preview: (bytes, contentType, finalUrl) => run<Plan>({ kind: 'preview', bytes, contentType, finalUrl, limits: opts.limits }),
-    build: (input) => run<PreparedSource>({ kind: 'build', ...input, limits: opts.limits }),
+    preview: (accountId, bytes, contentType, finalUrl) => run<Plan>(accountId, { kind: 'preview', bytes, contentType, finalUrl, limits: opts.limits }),
+    build: (accountId, input) => run<PreparedSource>(accountId, { kind: 'build', ...input, limits: opts.limits }),
     close: () => pool.destroy(),
   };
 }
@@ -163,16 +218,21 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
 export function inProcessExtraction(limits: IngestLimits): ExtractionPool {
   const unwrap = async <T>(task: ExtractionTask) => valueOf((await runExtraction(task)) as TaskResult<T>);
   return {
-    check: async (bytes, contentType) => {
+    check: async (_accountId, bytes, contentType) => {
       await unwrap<null>({ kind: 'check', bytes, contentType });
     },
-    preview: (bytes, contentType, finalUrl) => unwrap<Plan>({ kind: 'preview', bytes, contentType, finalUrl, limits }),
-    build: (input) => unwrap<PreparedSource>({ kind: 'build', ...input, limits }),
+    preview: (_accountId, bytes, contentType, finalUrl) => unwrap<Plan>({ kind: 'preview', bytes, contentType, finalUrl, limits }),
+    build: (_accountId, input) => unwrap<PreparedSource>({ kind: 'build', ...input, limits }),
     close: async () => {},
   };
 }
 
-/** The pool a process's configuration asks for (EXTRACTION_*, INGEST_MAX_*, BACKGROUND_NICE). */
+/**
+ * The pool a process's configuration asks for (EXTRACTION_*, INGEST_MAX_*). With background priority
+ * on (BACKGROUND_NICE > 0) its processes run at the lowest priority, 19: below the worker's own event
+ * loop (heartbeats, memory events, workflow tasks), the database and Temporal, so a document that
+ * takes its whole CPU allowance delays none of them.
+ */
 export function extractionPoolFor(config: Config, logger?: Logger): ExtractionPool {
-  return createExtractionPool({ ...config.extraction, nice: config.worker.nice, logger });
+  return createExtractionPool({ ...config.extraction, nice: config.worker.nice > 0 ? 19 : 0, logger });
 }

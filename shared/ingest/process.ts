@@ -111,7 +111,7 @@ export async function buildSourceRecords(
   const bytes = blob && (await readLongBytes(em, 'ingest_blob', 'bytes', 'job_id', jobId, job.blob_size));
   if (!blob || !bytes) throw new Error(`ingest job ${jobId} has no stored bytes`);
   const contentType = blob.content_type as SupportedContentType;
-  const source = await pool.build({
+  const source = await pool.build(job.account_id, {
     jobId, bytes, contentType, sourceUrl: blob.final_url ?? job.source_url ?? undefined, crossSiteRedirect: fetch?.crossSiteRedirect ?? false,
   });
   const decision = source.quarantine;

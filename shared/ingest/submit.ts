@@ -83,13 +83,13 @@ export async function previewUrl(deps: IngestDeps, principal: Principal, rawUrl:
     if (!fetched.supportedType) {
       throw invalid(`The URL serves ${fetched.contentType ?? 'an unknown content type'}, which is not supported.`);
     }
-    return refusedAs400(deps.extraction.preview(fetched.bytes, fetched.supportedType, fetched.finalUrl));
+    return refusedAs400(deps.extraction.preview(principal.accountId, fetched.bytes, fetched.supportedType, fetched.finalUrl));
   });
 }
 
 /** The plan of a dry-run upload: what live processing would make of these bytes. Persists nothing. */
 export async function previewFile(deps: IngestDeps, principal: Principal, bytes: Buffer, contentType: SupportedContentType) {
-  return deps.freeWork.run(principal.accountId, () => refusedAs400(deps.extraction.preview(bytes, contentType, null)));
+  return deps.freeWork.run(principal.accountId, () => refusedAs400(deps.extraction.preview(principal.accountId, bytes, contentType, null)));
 }
 
 /** Decoded size of base64 text, computed from its length alone (nothing is decoded). */
@@ -207,7 +207,7 @@ export async function submitFile(
 ): Promise<Submitted> {
   const live = requireLive(body);
   // Bytes that cannot be what they claim are refused now, before a job exists or a unit is spent.
-  await refusedAs400(deps.extraction.check(body.bytes, body.contentType));
+  await refusedAs400(deps.extraction.check(principal.accountId, body.bytes, body.contentType));
   return createJob(deps, principal.accountId, {
     kind: 'file',
     idempotencyKey: live.idempotencyKey,

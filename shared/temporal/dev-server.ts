@@ -10,11 +10,15 @@ const CLI_TYPE = { KEYWORD: 'Keyword', KEYWORD_LIST: 'KeywordList' } as const;
 /**
  * What Cairn needs of a dev server beyond its defaults (tests and benchmarks pass the same): task queue
  * fairness, so one account's ingest backlog is dispatched round-robin with others' (server 1.29 has it
- * behind these flags; see docs/operations.md for a cluster), and Cairn's search attributes.
+ * behind these flags; see docs/operations.md for a cluster), one partition per task queue (fairness
+ * holds within a partition; several only spread a queue over matching hosts, and there is one), and
+ * Cairn's search attributes.
  */
 export const DEV_SERVER_ARGS = [
   '--dynamic-config-value', 'matching.useNewMatcher=true',
   '--dynamic-config-value', 'matching.enableFairness=true',
+  '--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1',
+  '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',
   ...CAIRN_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=${CLI_TYPE[k.type as keyof typeof CLI_TYPE]}`]),
 ];
 

@@ -38,7 +38,7 @@ const alive = async (pid: number) => {
 };
 
 const build = (pool: ExtractionPool, bytes: Buffer, contentType: 'text/html' | 'application/pdf' | 'application/json' | 'text/markdown') =>
-  pool.build({ jobId: '00000000-0000-4000-8000-000000000001', bytes, contentType, crossSiteRedirect: false });
+  pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', bytes, contentType, crossSiteRedirect: false });
 
 describe('extraction processes', () => {
   it('end a document over the CPU-time limit, naming the limit, while this event loop keeps running; the next task gets a fresh process', async () => {
@@ -87,9 +87,9 @@ describe('extraction processes', () => {
 
   it('carry a refusal across the process boundary as the ExtractionError it was', async () => {
     const pool = poolWith({});
-    await expect(pool.check(Buffer.from('%PDF-1.7 not markdown'), 'text/markdown')).rejects.toMatchObject({ reason: 'type_mismatch' });
-    await expect(pool.check(Buffer.from('{"a": '), 'application/json')).rejects.toMatchObject({ reason: 'type_mismatch' });
-    await expect(pool.check(Buffer.from('# fine'), 'text/markdown')).resolves.toBeUndefined();
+    await expect(pool.check('account-a', Buffer.from('%PDF-1.7 not markdown'), 'text/markdown')).rejects.toMatchObject({ reason: 'type_mismatch' });
+    await expect(pool.check('account-a', Buffer.from('{"a": '), 'application/json')).rejects.toMatchObject({ reason: 'type_mismatch' });
+    await expect(pool.check('account-a', Buffer.from('# fine'), 'text/markdown')).resolves.toBeUndefined();
   });
 
   it('do not outlive a parent that was killed', async () => {
@@ -98,7 +98,7 @@ describe('extraction processes', () => {
       import { createExtractionPool } from ${JSON.stringify(new URL('../../shared/ingest/extraction-pool.ts', import.meta.url).href)};
       const pool = createExtractionPool({ processes: 1, cpuSeconds: 3600, memoryMb: 2048, limits: ${JSON.stringify(LIMITS)} });
       const html = Buffer.from('<html><body>' + '<div>'.repeat(2000000) + '</div>'.repeat(2000000) + '</body></html>');
-      pool.build({ jobId: 'x', bytes: html, contentType: 'text/html', crossSiteRedirect: false }).catch(() => {});
+      pool.build('x', { jobId: 'x', bytes: html, contentType: 'text/html', crossSiteRedirect: false }).catch(() => {});
       setInterval(() => {}, 1000);`;
     const parent = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' });
     let child: number | undefined;

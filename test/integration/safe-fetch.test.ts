@@ -4,6 +4,7 @@
  * refused before any connection.
  */
 import http from 'node:http';
+import zlib from 'node:zlib';
 import type net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
@@ -87,6 +88,7 @@ async function refused(promise: Promise<unknown>): Promise<FetchRefusedError> {
 }
 
 const BIG = Buffer.alloc(256 * 1024, 'x');
+const GZIP_BOMB = zlib.gzipSync(Buffer.alloc(10_000_000, 'z'));
 
 let fixture: TestServer; // allowlisted, like the conformance kit's fixture server
 let canary: TestServer; // never allowlisted; must never be contacted
@@ -140,6 +142,9 @@ beforeAll(async () => {
         res.end();
       };
       push();
+    } else if (p === '/gzip-bomb') {
+      // 10 KB on the wire, 10 MB once decoded: the limit counts the decoded bytes.
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip', 'content-length': GZIP_BOMB.length }).end(GZIP_BOMB);
     } else if (p === '/exact') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end(Buffer.alloc(1000, 'y'));
     } else if (p === '/hang') {
@@ -344,6 +349,12 @@ describe('safeFetch: limits', () => {
       expect(e.reason).toBe('too_large');
       expect(e.retryable).toBe(false);
     }
+  });
+
+  it('counts decoded bytes: a small gzip body that inflates past maxBytes is refused', async () => {
+    const e = await refused(safeFetch(`${fixture.origin}/gzip-bomb`, opts({ maxBytes: 1_000_000 })));
+    expect(e.reason).toBe('too_large');
+    expect((await safeFetch(`${fixture.origin}/gzip-bomb`, opts({ maxBytes: 20_000_000 }))).bytes.length).toBe(10_000_000);
   });
 
   it('accepts a body of exactly maxBytes and refuses one byte less of allowance', async () => {

@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount } from '../../shared/auth/accounts.ts';
+import { createApiKey } from '../../shared/auth/api-keys.ts';
+import { loadConfig } from '../../shared/config.ts';
+import { bound } from '../../shared/db/sql.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { nestedDivs } from '../helpers/hostile-files.ts';
+import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
+
+// Fair across accounts (issue 24): ingest workflows carry their account as the Temporal fairness key,
+// and the dev server dispatches a backlogged queue round-robin across keys. With one ingest slot, a job
+// of account B submitted behind eight of account A runs next, not ninth.
+
+let db: TestDatabase;
+let api: Awaited<ReturnType<typeof startApi>>;
+let worker: Awaited<ReturnType<typeof startWorker>>;
+const temporal = testTemporalClient();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const taskQueue = uniqueTaskQueue();
+  api = await startApi({ orm: db.orm, temporal, taskQueue });
+  worker = await startWorker({ orm: db.orm, taskQueue, slots: { ingest: 1 }, env: { EXTRACTION_PROCESSES: '1' } });
+}, 120_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await temporal.close();
+  await db?.drop();
+});
+
+async function keyOf() {
+  const defaults = { ...loadConfig({}).accountDefaults, ingestDailyLimit: 1000 };
+  const account = await createAccount(db.orm.em.fork(), defaults, { email: `f-${randomUUID()}@cairn.local`, password: 'a long enough password' });
+  const { secret } = await createApiKey(db.orm.em.fork(), account.id, { name: 'k', scopes: ['ingest'], maxPreset: 'accuracy' });
+  return { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
+}
+
+async function submit(auth: Record<string, string>, filename: string, contentType: string, bytes: Buffer): Promise<string> {
+  const res = await fetch(`${api.baseUrl}/v1/ingest/file`, {
+    method: 'POST', headers: auth,
+    body: JSON.stringify({ filename, contentType, contentBase64: bytes.toString('base64'), dryRun: false, datedAt: '2026-11-24', idempotencyKey: `f-${randomUUID()}` }),
+  });
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { job: { id: string } }).job.id;
+}
+
+describe('ingest across accounts', () => {
+  it('dispatches a backlog round-robin across accounts: B\'s one job does not wait behind A\'s eight', async () => {
+    const a = await keyOf();
+    const b = await keyOf();
+    const slow = nestedDivs(40_000);
+    const aJobs: string[] = [];
+    for (let i = 0; i < 8; i++) aJobs.push(await submit(a, `a-${i}.html`, 'text/html', slow));
+    // A's first job runs; the rest wait in the ingest queue's backlog.
+    await expect.poll(async () => (await bound<{ n: string }>(db.orm.em.fork(), 'select count(*) as n from ingest_job where id = any(?) and attempts > 0', [aJobs]))[0]!.n, { timeout: 60_000 }).not.toBe('0');
+    await sleep(500);
+    const bJob = await submit(b, 'b.md', 'text/markdown', Buffer.from('# B\n\nThe Kestrel launch moved to March 2027.'));
+
+    const all = [...aJobs, bJob];
+    await expect.poll(async () => (await bound<{ n: string }>(db.orm.em.fork(), `select count(*) as n from ingest_job where id = any(?) and status in ('succeeded', 'failed')`, [all]))[0]!.n,
+      { timeout: 300_000, interval: 250 }).toBe(String(all.length));
+    const order = (await bound<{ id: string }>(db.orm.em.fork(), 'select id from ingest_job where id = any(?) order by completed_at, id', [all])).map((r) => r.id);
+    // First come, first served would finish B's job ninth; round-robin by account runs it right after
+    // the job that was running (allowing one more of A's for a task already handed to the worker).
+    expect(order.indexOf(bJob)).toBeLessThanOrEqual(2);
+  }, 400_000);
+});
