@@ -116,13 +116,18 @@ export const pathSegment = fc.oneof(
  * Values the schema accepts as far as its JSON Schema says (types, enums, lengths, formats; not
  * patterns), with nothing hostile mixed in: requests that get past validation and reach the handlers.
  */
-export function validFromSchema(s: JsonSchema, depth = 0): fc.Arbitrary<unknown> {
+export function validFromSchema(schema: JsonSchema, root: JsonSchema = schema, depth = 0): fc.Arbitrary<unknown> {
+  // `$ref`s point into the document the schema came from (OpenAPI components, JSON Schema $defs).
+  const s = typeof schema?.$ref === 'string'
+    ? schema.$ref.slice(2).split('/').reduce((node: JsonSchema, key: string) => node?.[key], root)
+    : schema;
   if (!s || typeof s !== 'object' || depth > 5) return fc.constant(null);
+  const inner = (x: JsonSchema) => validFromSchema(x, root, depth + 1);
   if (s.const !== undefined) return fc.constant(s.const);
   if (Array.isArray(s.enum)) return fc.constantFrom(...(s.enum as unknown[]));
   for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
     const options = Array.isArray(s[key]) ? (s[key] as JsonSchema[]).filter((x) => x.type !== 'null') : [];
-    if (options.length) return key === 'allOf' ? validFromSchema(options[0], depth + 1) : fc.oneof(...options.map((x) => validFromSchema(x, depth + 1)));
+    if (options.length) return key === 'allOf' ? inner(options[0]) : fc.oneof(...options.map(inner));
   }
   const type = Array.isArray(s.type) ? s.type.find((t: string) => t !== 'null') : s.type;
   switch (type) {
@@ -138,11 +143,11 @@ export function validFromSchema(s: JsonSchema, depth = 0): fc.Arbitrary<unknown>
     case 'null':
       return fc.constant(null);
     case 'array':
-      return fc.array(validFromSchema(s.items ?? {}, depth + 1), { minLength: s.minItems ?? 0, maxLength: Math.max(s.minItems ?? 0, Math.min(s.maxItems ?? 3, 3)) });
+      return fc.array(inner(s.items ?? {}), { minLength: s.minItems ?? 0, maxLength: Math.max(s.minItems ?? 0, Math.min(s.maxItems ?? 3, 3)) });
     default: {
       const props: Record<string, JsonSchema> = s.properties ?? {};
       const required = new Set<string>(s.required ?? []);
-      return fc.record(Object.fromEntries(Object.entries(props).map(([k, v]) => [k, validFromSchema(v, depth + 1)])), {
+      return fc.record(Object.fromEntries(Object.entries(props).map(([k, v]) => [k, inner(v)])), {
         requiredKeys: [...required].filter((k) => k in props),
       });
     }

@@ -214,6 +214,24 @@ describe('live ingest', () => {
     expect(await sql('select id from record where source_id = ?', [bad.body.job.id])).toEqual([]);
   });
 
+  it('a live file whose bytes do not match its type is 400 invalid_ingest_request at submission: no job, no unit spent', async () => {
+    const quota = async () => (await sql<{ n: number }>(
+      `select coalesce(sum(used), 0)::int as n from quota_usage where account_id = ? and metric = 'ingest' and period = 'day'`, [accountId]))[0]!.n;
+    const before = await quota();
+    for (const [name, type, bytes] of [
+      ['fake.pdf', 'application/pdf', Buffer.from('not a pdf at all')],
+      ['broken.json', 'application/json', Buffer.from('{"a": ')],
+      ['binary.md', 'text/markdown', Buffer.from([0x00, 0x01, 0x02, 0xff, 0xfe])],
+      ['pdf.txt', 'text/plain', Buffer.from('%PDF-1.7\n1 0 obj\n')],
+    ] as const) {
+      const key = `k-${randomUUID()}`;
+      const r = await call('POST', '/v1/ingest/file', file(name, type, bytes, { dryRun: false, datedAt: today, idempotencyKey: key }));
+      expect([r.status, r.body.error?.code], name).toEqual([400, 'invalid_ingest_request']);
+      expect(await sql('select id from ingest_job where idempotency_key = ?', [key])).toEqual([]);
+    }
+    expect(await quota()).toBe(before);
+  });
+
   it('a job runs one build activity and records no patch marker, only its final status; an execution started without buildEndsJob still decides by the patch', async () => {
     const r = await call('POST', '/v1/ingest/file', file('plain.txt', 'text/plain', fact, live({})));
     expect((await waitJob(r.body.job.id)).status).toBe('succeeded');

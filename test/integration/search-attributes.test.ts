@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount } from '../../shared/auth/accounts.ts';
+import { createApiKey } from '../../shared/auth/api-keys.ts';
+import { loadConfig } from '../../shared/config.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
+
+// Operators can see and filter (issue 24): a failed job is found as failed, a memory event by its id,
+// an account's work by the account, through the Temporal visibility queries the UI runs.
+
+let db: TestDatabase;
+let api: Awaited<ReturnType<typeof startApi>>;
+let worker: Awaited<ReturnType<typeof startWorker>>;
+const temporal = testTemporalClient();
+let auth: Record<string, string>;
+let accountId: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const taskQueue = uniqueTaskQueue();
+  api = await startApi({ orm: db.orm, temporal, taskQueue });
+  worker = await startWorker({ orm: db.orm, taskQueue });
+  const account = await createAccount(db.orm.em.fork(), loadConfig({}).accountDefaults, { email: `sa-${randomUUID()}@cairn.local`, password: 'a long enough password' });
+  accountId = account.id;
+  const { secret } = await createApiKey(db.orm.em.fork(), account.id, { name: 'k', scopes: ['ingest', 'memory.read', 'memory.write'], maxPreset: 'accuracy' });
+  auth = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
+}, 120_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await temporal.close();
+  await db?.drop();
+});
+
+const post = async (path: string, body: unknown) => (await fetch(`${api.baseUrl}${path}`, { method: 'POST', headers: auth, body: JSON.stringify(body) })).json() as Promise<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+async function ids(query: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const w of temporal.client.workflow.list({ query })) out.push(w.workflowId);
+  return out;
+}
+
+describe('search attributes', () => {
+  it('find a failed ingest job as failed, by account and kind, with its content type', async () => {
+    const bad = await post('/v1/ingest/file', {
+      filename: 'empty.md', contentType: 'text/markdown', contentBase64: Buffer.from('   \n').toString('base64'),
+      dryRun: false, datedAt: '2026-11-24', idempotencyKey: `sa-${randomUUID()}`,
+    });
+    const good = await post('/v1/ingest/file', {
+      filename: 'note.md', contentType: 'text/markdown', contentBase64: Buffer.from('# Note\n\nThe launch moved to March.').toString('base64'),
+      dryRun: false, datedAt: '2026-11-24', idempotencyKey: `sa-${randomUUID()}`,
+    });
+    const failedQuery = `CairnAccount = "${accountId}" AND CairnStatus = "failed"`;
+    await expect.poll(() => ids(failedQuery), { timeout: 60_000, interval: 500 }).toEqual([`ingest-${bad.job.id}`]);
+    await expect.poll(() => ids(`CairnAccount = "${accountId}" AND CairnStatus = "succeeded" AND CairnKind = "ingest-file" AND CairnContentType = "text/markdown"`),
+      { timeout: 60_000, interval: 500 }).toEqual([`ingest-${good.job.id}`]);
+  });
+
+  it('find the batch that processed a memory event by the event id', async () => {
+    await post('/v1/workspaces/default/peers', { id: 'ana' });
+    await post('/v1/workspaces/default/sessions', { id: 'chat' });
+    const receipt = await post('/v1/workspaces/default/sessions/chat/messages', { peer_id: 'ana', messages: [{ role: 'user', content: 'I live in Orlavik.' }] });
+    await expect.poll(() => ids(`CairnEventIds = "${receipt.event_id}" AND CairnKind = "memory-batch" AND CairnStatus = "succeeded"`),
+      { timeout: 60_000, interval: 500 }).toHaveLength(1);
+  });
+});
