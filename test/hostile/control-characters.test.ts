@@ -39,10 +39,16 @@ function stringSlots(value: unknown, path: (string | number)[] = []): (string | 
   return [];
 }
 
+/**
+ * `bad` put inside the string at `path`. Inside, not at an end: fields that trim whitespace drop a
+ * vertical tab or form feed at an end before anything stores it (stored safely, as the issue allows);
+ * inside a string they stay, and are refused. Too short to have an inside, the string gets a NUL.
+ */
 function inject(value: unknown, path: (string | number)[], bad: string, at: number): unknown {
   if (path.length === 0) {
     const s = value as string;
-    const i = s.length === 0 ? 0 : at % (s.length + 1);
+    if (s.length < 2) return s + (bad.trim() === '' ? '\u0000' : bad);
+    const i = 1 + (at % (s.length - 1));
     return s.slice(0, i) + bad + s.slice(i);
   }
   const [head, ...rest] = path;
