@@ -1,4 +1,4 @@
-import type { TermIndex } from '../shared/retrieval/term-index.ts';
+import type { SearchIndex } from '../shared/retrieval/search-index.ts';
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -54,8 +54,8 @@ export type AppDeps = {
   mcpTools?: readonly McpTool[];
   /** `api` serves the REST API and its docs (and the MCP endpoint under /mcp); `mcp` is the MCP listener. */
   surface?: 'api' | 'mcp';
-  /** The in-memory impact index shared by this process's listeners; absent = PostgreSQL ranks all. */
-  termIndex?: TermIndex;
+  /** The in-memory search indexes shared by this process's listeners; absent = PostgreSQL finds every query's candidates. */
+  searchIndex?: SearchIndex;
   /** Prometheus registry of this process; absent = no /metrics route. */
   metrics?: ApiMetrics;
 };
@@ -103,9 +103,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(ingestSubmitRoutes, { config: deps.config, temporal: deps.temporal });
     await app.register(connectedAppRoutes);
     await app.register(consolePlugin);
-    await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal, termIndex: deps.termIndex });
+    await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex });
     for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
-      await app.register(routes, { config: deps.config, temporal: deps.temporal });
+      await app.register(routes, { config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex });
     }
     const provider = deps.oauth?.provider;
     if (provider) {
@@ -119,7 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const options = {
       config: deps.config,
       tools: deps.mcpTools ?? MCP_TOOLS,
-      toolDeps: { config: deps.config, temporal: deps.temporal, termIndex: deps.termIndex },
+      toolDeps: { config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex },
       rateLimiter: deps.rateLimiter,
       resolveOauthToken: deps.oauth.resolveToken,
       authServerMetadata: deps.oauth.metadata,

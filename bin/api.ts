@@ -8,7 +8,7 @@ import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
 import { createRateLimiter } from '../shared/metering/rate-limit.ts';
 import { createOauthServer } from '../shared/oauth/server.ts';
 import { createApiMetrics } from '../shared/ops/metrics.ts';
-import { createTermIndex } from '../shared/retrieval/term-index.ts';
+import { createSearchIndex } from '../shared/retrieval/search-index.ts';
 import { createTemporalClient } from '../shared/temporal/client.ts';
 
 runMain(async () => {
@@ -31,7 +31,7 @@ runMain(async () => {
     temporal,
     rateLimiter,
     metrics: createApiMetrics(orm),
-    termIndex: createTermIndex({ orm, maxBytes: config.query.indexMaxBytes, logger }),
+    searchIndex: createSearchIndex({ orm, maxBytes: config.query.indexMaxBytes, logger }),
     readiness: { postgres: () => pingDatabase(orm), temporal: () => temporal.ping() },
   };
   const api = await buildApp(deps);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
+import type { Strategy } from '../../shared/retrieval/ranking.ts';
+import { PLANS, retrieve, type Plan } from '../../shared/retrieval/retrieve.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
 import { waitForBackgroundWork } from '../lib/drain.ts';
@@ -20,6 +22,7 @@ type Item = string[]; // the turns one returned evidence item stands for
 type System = { id: string; label: string; infer: boolean; run: (c: Loaded, question: string) => Promise<Item[]> };
 type Loaded = {
   conversation: Conversation;
+  accountId: string;
   headers: Record<string, string>;
   /** The turn each message was written as, by event id and by message id. */
   byEvent: Map<string, string>;
@@ -106,7 +109,7 @@ export const recall: Benchmark = {
         byEvent.set(receipt.event_id, t.id);
         byMessage.set(receipt.results[0]!.message_id, t.id);
       }
-      return { conversation: c, headers, byEvent, byMessage, claims: new Map() };
+      return { conversation: c, accountId: account.id, headers, byEvent, byMessage, claims: new Map() };
     };
     ctx.log(`writing ${conversations.reduce((a, c) => a + c.turns.length, 0)} turns of ${conversations.length} conversations, with and without inference`);
     const loaded = await Promise.all(conversations.flatMap((c) => [load(c, true), load(c, false)]));
@@ -129,7 +132,7 @@ export const recall: Benchmark = {
     const latency = new Map<string, { client: number[]; retrieval: number[] }>();
     const query = (preset: 'accuracy' | 'efficient') => async (l: Loaded, question: string): Promise<Item[]> => {
       const started = performance.now();
-      const r = await call<{ evidence: { kind: string; origin: { eventId?: string; claimId?: string } }[]; operation: { retrievalMs: number } }>(
+      const r = await call<{ evidence: { kind: string; origin: { eventId?: string; claimId?: string }; supports?: { origin: { eventId: string } }[] }[]; operation: { retrievalMs: number } }>(
         'POST', `${api.baseUrl}/v1/query`, l.headers, { idempotencyKey: `bench-${randomUUID()}`, mode: 'evidence', preset, query: question });
       const t = latency.get(preset) ?? { client: [], retrieval: [] };
       t.client.push(performance.now() - started);
@@ -137,6 +140,7 @@ export const recall: Benchmark = {
       latency.set(preset, t);
       return Promise.all(r.evidence.map(async (e) => {
         if (e.kind === 'message') return [l.byEvent.get(e.origin.eventId!)].filter((x): x is string => x !== undefined);
+        if (e.kind === 'claim' && e.supports) return e.supports.map((m) => l.byEvent.get(m.origin.eventId)).filter((x): x is string => x !== undefined);
         if (e.kind === 'claim') return claimTurns(l, e.origin.claimId!);
         return [];
       }));
@@ -173,7 +177,35 @@ export const recall: Benchmark = {
       ctx.log(`${c.sample}: ${systems.map((s) => `${s.id} R@10 ${mean(scores.get(s.id)!.recall[10]!).toFixed(1)}`).join(', ')} (running)`);
     }
 
-    // 4. Results.
+    // 4. Ablation: the same retrieval in this process over the same accounts (the API's index), one
+    // query-time feature of the accuracy plan left out at a time.
+    const variants: [string, Plan, Strategy][] = [
+      ['accuracy (as served)', PLANS.accuracy, 'accuracy'],
+      ['− pseudo-relevance feedback', { ...PLANS.accuracy, feedback: false }, 'accuracy'],
+      ['− neighbouring turns', { ...PLANS.accuracy, adjacency: false }, 'accuracy'],
+      ['− prefix expansion', { ...PLANS.accuracy, expand: false }, 'accuracy'],
+      ['− near spellings of names', { ...PLANS.accuracy, spelling: false }, 'accuracy'],
+      ['efficient (as served)', PLANS.efficient, 'efficient'],
+      ['BM25 alone (fields, no neighbours, expansion or priors)', PLANS.bm25, 'bm25'],
+    ];
+    const ablation = new Map<string, Score>();
+    for (const [name, plan, strategy] of variants) {
+      const score = emptyScore();
+      for (const [n, c] of conversations.entries()) {
+        const l = withInfer[n]!;
+        const boundary = { accountId: l.accountId, audiences: null, includeSources: true, includeMemory: true, sourceIds: null, peerIds: null, sessionIds: null, agentId: null };
+        for (const q of c.questions) {
+          if (!q.evidence.length) continue;
+          const r = await retrieve(orm.em.fork(), boundary, q.question, strategy, { index: api.searchIndex, plan });
+          record(score, q.category, q.evidence, r.ranked.slice(0, LIMIT).map((e) => (e.kind === 'message' ? [e.ref.id] : (e.supports ?? []).map((m) => m.ref.id))
+            .map((id) => l.byMessage.get(id)).filter((t): t is string => t !== undefined)));
+        }
+      }
+      ablation.set(name, score);
+      ctx.log(`ablation: ${name}: R@10 ${mean(score.recall[10]!).toFixed(1)}`);
+    }
+
+    // 5. Results.
     const r = (id: string, k: number) => round(mean(scores.get(id)!.recall[k]!));
     const floorAt = (k: number) => r('bm25', k);
     const target = (id: string, k: number): Metric['target'] => {
@@ -221,7 +253,11 @@ export const recall: Benchmark = {
         'questions with evidence': questions, 'claims derived (infer true)': Number(derived!.claims), 'evidence per query': LIMIT,
       },
       metrics,
-      tables: [overall, byCategory(10), byCategory(5)],
+      tables: [overall, byCategory(10), byCategory(5), {
+        title: 'Ablation: retrieval in-process over the same accounts (infer true), one feature of the accuracy plan left out at a time (%)',
+        columns: ['plan', ...KS.map((k) => `R@${k}`)],
+        rows: [['plain BM25 (floor)', ...KS.map((k) => floorAt(k))], ...[...ablation.entries()].map(([name, sc]) => [name, ...KS.map((k) => round(mean(sc.recall[k]!)))])],
+      }],
       runs: Object.fromEntries([...scores.entries()].map(([id, s]) => [id, Object.fromEntries(KS.map((k) => [`r${k}`, round(mean(s.recall[k]!))]))])),
       notes: [
         'Tune on the development half only: a separate set of conversations decides acceptance, and nothing in the service knows this data.',

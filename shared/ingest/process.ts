@@ -147,7 +147,7 @@ export async function buildSourceRecords(
        values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?::jsonb, ?)
        on conflict (id) do update set title = excluded.title, status = excluded.status,
          quarantine_reason = excluded.quarantine_reason, content_hash = excluded.content_hash,
-         text = excluded.text, sections = excluded.sections, url = excluded.url`,
+         text = excluded.text, sections = excluded.sections, url = excluded.url, record_count = 0, record_length = 0`,
       [jobId, job.account_id, job.kind, blob.final_url ?? job.source_url, job.filename, contentType, doc.title, job.dated_at,
         decision.quarantine ? 'quarantined' : 'active', decision.quarantine ? decision.reason : null,
         contentHash(doc.text), JSON.stringify(doc.sections), job.audience],
@@ -179,7 +179,8 @@ type RecordRow = {
  * by unnest: PostgreSQL parses these in under half the CPU of the same rows as one JSON document, and
  * the database is the busier side while ingesting. Section paths (ragged, and shared by many records)
  * travel once each, as JSON, and rows refer to them by index. The same statement adds the batch's rows
- * of the retrieval impact index (record_term, shared/retrieval/terms.ts) from the stored tsvectors.
+ * of the retrieval impact index (record_term, shared/retrieval/terms.ts) from the stored tsvectors, and
+ * the batch's count and length to its source's totals (retrieval's statistics, migration 0022).
  */
 async function insertRecords(tx: EntityManager, accountId: string, sourceId: string, rows: RecordRow[]): Promise<void> {
   const paths: string[][] = [];
@@ -208,9 +209,13 @@ async function insertRecords(tx: EntityManager, accountId: string, sourceId: str
                 as r(id, kind, text, start_offset, end_offset, path_n, page, subject, link_type, link_from, link_to, content_hash)
          join path on path.n = r.path_n
        returning id, account_id, source_id, tsv, 0 as batch)
+     , counted as (
+       update source set record_count = record_count + (select count(*) from added),
+              record_length = record_length + (select coalesce(sum(cairn_tsv_length(tsv)), 0) from added)
+        where id = ?)
      insert into record_term (account_id, source_id, lexeme, record_ids, impacts) ${recordTermRows('added')}`,
     [JSON.stringify(paths), accountId, sourceId, col('id'), col('kind'), col('text'), col('start_offset'), col('end_offset'), pathRefs,
-      col('page'), col('subject'), col('link_type'), col('link_from'), col('link_to'), col('content_hash')],
+      col('page'), col('subject'), col('link_type'), col('link_from'), col('link_to'), col('content_hash'), sourceId],
   );
 }
 

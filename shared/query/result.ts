@@ -1,8 +1,8 @@
 import type { AnswerOutcome } from '../answer/index.ts';
 import type { Preset } from '../contracts/account.ts';
-import type { Evidence, QueryRequest, QueryResult } from '../contracts/query.ts';
+import type { Evidence, QueryRequest, QueryResult, Support } from '../contracts/query.ts';
 import type { Boundary } from '../retrieval/boundary.ts';
-import type { Origin } from '../retrieval/candidates.ts';
+import type { Candidate, Origin } from '../retrieval/candidates.ts';
 import { sealCitation } from '../retrieval/citations.ts';
 import type { Scored } from '../retrieval/ranking.ts';
 import { EVIDENCE_LIMIT, type Retrieval } from '../retrieval/retrieve.ts';
@@ -60,7 +60,8 @@ function buildContext(evidence: LabelledEvidence[], conflicts: Conflict[], maxCh
   let used = CONTEXT_HEADER.length;
   let truncated = false;
   for (const e of evidence) {
-    const block = `[${e.citationHandle}] (${e.label})\n${e.text}`;
+    const supported = (e.supports ?? []).map((m) => `\n(derived from [${m.citationHandle}] (${labelOf(m.origin)}): ${m.text})`).join('');
+    const block = `[${e.citationHandle}] (${e.label})\n${e.text}${supported}`;
     if (used + block.length + 2 > maxChars) {
       truncated = true;
       continue;
@@ -82,6 +83,15 @@ function buildContext(evidence: LabelledEvidence[], conflicts: Conflict[], maxCh
 
 const round = (n: number) => Math.round(n * 10_000) / 10_000;
 
+/** The message a claim was derived from, cited, with the span the claim quotes. */
+function support(key: Buffer, accountId: string, claim: Scored, m: Candidate): Support {
+  const span = claim.span && claim.span.end > claim.span.start && claim.span.end <= m.text.length ? claim.span : { start: 0, end: m.text.length };
+  return {
+    citationHandle: sealCitation(key, accountId, m.ref), kind: 'message', text: m.text, quote: m.text.slice(span.start, span.end), span,
+    origin: m.origin as Extract<Origin, { type: 'message' }>,
+  };
+}
+
 export function assemble(input: {
   req: QueryRequest;
   preset: Preset;
@@ -100,6 +110,7 @@ export function assemble(input: {
     rank: i + 1,
     origin: c.origin,
     label: labelOf(c.origin),
+    ...(c.supports?.length ? { supports: c.supports.map((m) => support(key, accountId, c, m)) } : {}),
   }));
   const conflicts = findConflicts(evidence);
   const context = req.mode === 'evidence' ? null : buildContext(evidence, conflicts, CONTEXT_MAX_CHARS[preset]);

@@ -11,7 +11,7 @@ import { resolveBoundary, type Boundary } from '../retrieval/boundary.ts';
 import { fetchCited } from '../retrieval/candidates.ts';
 import { citationKey, openCitation } from '../retrieval/citations.ts';
 import { analysis, retrieve, type Retrieval } from '../retrieval/retrieve.ts';
-import type { TermIndex } from '../retrieval/term-index.ts';
+import type { SearchIndex } from '../retrieval/search-index.ts';
 import { abandonOperation, beginOperation, completeOperation, requestHash } from './operations.ts';
 import { assemble, type Assembled } from './result.ts';
 
@@ -26,7 +26,7 @@ export type QueryDeps = {
   logger: Logger;
   requestId: string;
   /** This process's in-memory impact index; absent = PostgreSQL ranks every query's source records. */
-  termIndex?: TermIndex;
+  searchIndex?: SearchIndex;
 };
 
 export type QueryResponse = { result: QueryResult; headers: Record<string, string> };
@@ -56,7 +56,6 @@ async function citationLookup(deps: QueryDeps, boundary: Boundary, handle: strin
   const ranked = found ? [{ ...found, score: 1 }] : [];
   return {
     ranked,
-    terms: { lexemes: [], positions: new Map() },
     candidates: ranked.length,
     matchedTerms: [],
     unmatchedTerms: [],
@@ -111,7 +110,7 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
         // A retrieval failure throws as is: everything is refunded (cost 0).
         const retrieval = req.citationHandle
           ? await citationLookup(deps, boundary, req.citationHandle)
-          : await retrieve(deps.em, boundary, req.query, preset, { index: deps.termIndex, ...(analysed && begun.alongside ? { analyzed: { analysis: analysed, row: begun.alongside } } : {}) });
+          : await retrieve(deps.em, boundary, req.query, preset, { index: deps.searchIndex, ...(analysed && begun.alongside ? { analyzed: { analysis: analysed, row: begun.alongside } } : {}) });
         try {
           const key = await citationKey(deps.em);
           const assembled = assemble({ req, preset, retrieval, boundary, key, accountId: principal.accountId });

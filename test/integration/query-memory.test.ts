@@ -49,7 +49,7 @@ async function say(bearer: string, peer: string, session: string, content: strin
 const query = async (bearer: string, body: Json) => {
   const r = await client.post('/v1/query', { as: { bearer }, body: { idempotencyKey: `q-${randomUUID()}`, mode: 'evidence', ...body } });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body.evidence as { text: string; kind: string; origin: Json }[];
+  return r.body.evidence as { text: string; kind: string; origin: Json; supports?: Json[] }[];
 };
 
 beforeAll(async () => {
@@ -75,11 +75,18 @@ afterAll(async () => {
 });
 
 describe('query over native memory', () => {
-  it('returns the message and the claim derived from it, attributed to the peer', async () => {
+  it('returns the claim derived from the message as one piece of evidence, citing the message, attributed to the peer', async () => {
     const ev = await query(key, { query: 'Where did Dana move to?', peer_ids: ['dana'] });
-    const kinds = ev.filter((e) => /Lisbon/.test(e.text)).map((e) => e.kind);
-    expect(kinds).toEqual(expect.arrayContaining(['message', 'claim']));
+    const lisbon = ev.filter((e) => /Lisbon/.test(e.text));
+    expect(lisbon.map((e) => e.kind)).toEqual(['claim']);
+    const support = lisbon[0]!.supports![0]!;
+    expect(support).toMatchObject({ kind: 'message', text: 'I moved to Lisbon in 2019 and I work as a marine biologist.', origin: { type: 'message', peer: 'dana', session: 'trip' } });
+    expect(support.text.slice(support.span.start, support.span.end)).toBe(support.quote);
+    expect(support.quote).toContain('Lisbon');
     for (const e of ev) expect(e.origin.peer).toBe('dana');
+    // The supporting message's handle is a citation of its own.
+    const cited = await query(key, { citationHandle: support.citationHandle });
+    expect(cited.map((e) => [e.kind, e.text])).toEqual([['message', support.text]]);
   });
 
   it('ranks a corrected claim above what it replaced, and the replaced text is no longer a claim', async () => {

@@ -4,14 +4,14 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
 import type { Principal } from '../../../shared/auth/principal.ts';
-import type { TermIndex } from '../../../shared/retrieval/term-index.ts';
+import type { SearchIndex } from '../../../shared/retrieval/search-index.ts';
 import type { Config } from '../../../shared/config.ts';
 import type { Scope } from '../../../shared/contracts/account.ts';
 import { AppError } from '../../../shared/errors.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 
 /** What a tool's domain function may need besides the caller and its EntityManager. */
-export type ToolDeps = { config: Config; temporal: TemporalClientHandle; termIndex?: TermIndex };
+export type ToolDeps = { config: Config; temporal: TemporalClientHandle; searchIndex?: SearchIndex };
 
 /** One tool call's context: the request's authenticated principal and its own EntityManager fork. */
 export type ToolContext = { principal: Principal; em: EntityManager; deps: ToolDeps; log: FastifyBaseLogger };

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Config } from '../../../shared/config.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { assertWorkspace } from '../../../shared/memory/labels.ts';
+import type { SearchIndex } from '../../../shared/retrieval/search-index.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 import type { AuthRule } from '../../plugins/auth.ts';
 
@@ -14,7 +15,8 @@ export const memoryErrors = {
 };
 export const tags = ['memory'];
 
-export type MemoryRouteOptions = { config: Config; temporal: TemporalClientHandle };
+/** `searchIndex`: this process's in-memory search indexes (asking memory ranks with them). */
+export type MemoryRouteOptions = { config: Config; temporal: TemporalClientHandle; searchIndex?: SearchIndex };
 
 /** Every memory route with a {ws} parameter checks it (only `default` exists) before its handler. */
 export async function checkWorkspace(request: FastifyRequest): Promise<void> {

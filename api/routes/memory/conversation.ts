@@ -9,7 +9,7 @@ import { principalOf } from '../../plugins/auth.ts';
 import { checkWorkspace, MEMORY_READ, MEMORY_WRITE, memoryErrors as errors, tags, type MemoryRouteOptions } from './common.ts';
 
 /** Messages of sessions, and reading memory back: ask, peer and session context, representation. */
-export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app) => {
+export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app, { searchIndex }) => {
   app.addHook('preHandler', checkWorkspace);
 
   app.post('/v1/workspaces/:ws/sessions/:s/messages', {
@@ -43,7 +43,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       tags, summary: 'Session context for a peer: recent conversation and the peer\'s current claims', params: SessionParams,
       querystring: SessionContextQuery, response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => sessionContext(request.em, principalOf(request).accountId, request.params.s, request.query));
+  }, async (request) => sessionContext(request.em, searchIndex, principalOf(request).accountId, request.params.s, request.query));
 
   app.post('/v1/workspaces/:ws/peers/:peer/ask', {
     config: { auth: MEMORY_READ },
@@ -51,7 +51,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       tags, summary: 'Ask about a peer: span-cited evidence, or status insufficient_evidence', params: PeerParams, body: AskRequest,
       response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => askPeer(request.em, principalOf(request).accountId, request.params.peer, request.body));
+  }, async (request) => askPeer(request.em, searchIndex, principalOf(request).accountId, request.params.peer, request.body));
 
   app.get('/v1/workspaces/:ws/peers/:peer/context', {
     config: { auth: MEMORY_READ },
@@ -59,7 +59,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       tags, summary: 'Assembled context about a peer (fail-closed)', params: PeerParams, querystring: ContextQuery,
       response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => peerContext(request.em, principalOf(request).accountId, request.params.peer, request.query));
+  }, async (request) => peerContext(request.em, searchIndex, principalOf(request).accountId, request.params.peer, request.query));
 
   app.post('/v1/workspaces/:ws/peers/:peer/representation', {
     config: { auth: MEMORY_READ },
