@@ -349,7 +349,7 @@ export async function fallbackCandidates(
   // lexemes as a tsquery literal (already stemmed), prefix where asked.
   const match: Match = {
     type: 'fts', words: ws, prefix: words.map((w) => w.some((t) => t.prefix)),
-    tsquery: words.flat().map((t) => `'${t.lexeme.replace(/'/g, "''")}'${t.prefix ? ':*' : ''}`).join(' | '),
+    tsquery: words.flat().map((t) => `'${t.lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'${t.prefix ? ':*' : ''}`).join(' | '),
   };
   const cands = await fetchCandidates(em, b, match, limit);
   return adjacency ? cands.concat(await neighbours(em, b, cands.filter((c) => c.kind === 'message'))) : cands;

@@ -12,9 +12,9 @@ import { RECORD_LENGTH } from './terms.ts';
  *
  * - Source records change only with their source row, which moves record_index_version (migration
  *   0017); a refresh compares the account's active sources with the copy's and loads the new ones.
- * - Searchable memory changes move memory_index_version (migration 0022), and each changed message or
- *   claim is stamped with the version that saw it; a refresh loads what was stamped since the copy's
- *   version, in one snapshot, and starts over after a deletion (reset_at).
+ * - Searchable memory changes move memory_index_version (migration 0022), and each add-event that made
+ *   messages available and each changed claim is stamped with the version that saw it; a refresh loads
+ *   what was stamped since the copy's version, in one snapshot, and starts over after a deletion.
  * - A query uses a copy only when it is at or past the versions the query read in its first statement,
  *   waiting up to WAIT_MS for a refresh (a few new messages take milliseconds; a cold account of 100,000
  *   excerpts about a second); otherwise PostgreSQL finds the candidates (retrieve.ts) while the copy
@@ -98,8 +98,8 @@ async function loadMemory(em: EntityManager, into: AccountIndex, accountId: stri
     type Message = Terms & { id: string; session_id: string; peer_id: string; audience: string | null; agent_id: string | null; at: number; event_id: string; position: number };
     for await (const rows of cursor<Message>(tx, 'cairn_index_messages', `select m.id, m.session_id, m.peer_id, m.audience, m.agent_id,
         extract(epoch from m.created_at)::float8 * 1000 as at, m.event_id, m.position, cairn_tsv_length(m.tsv) as len, t.lexemes, t.tfs
-        from memory_message m ${TERMS('m.tsv')}
-       where m.account_id = ? and m.available and m.indexed_at > ? and m.indexed_at <= ?`, range)) {
+        from memory_event e join memory_message m on m.event_id = e.id ${TERMS('m.tsv')}
+       where e.account_id = ? and e.indexed_at > ? and e.indexed_at <= ? and m.available`, range)) {
       batch.add(rows.map((r) => ({
         kind: MESSAGE,
         doc: {
@@ -190,6 +190,8 @@ export function createSearchIndex(opts: { orm: Orm; maxBytes: number; logger?: L
       }
     }
     index.prepare();
+    // Grown past the budget on its own (memory written since it was loaded).
+    if (index.bytes() > opts.maxBytes) return refuse(index.bytes());
     tooLarge.delete(accountId);
     accounts.delete(accountId);
     accounts.set(accountId, index);

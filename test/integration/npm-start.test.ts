@@ -145,6 +145,8 @@ describe('npm start', () => {
     expect(new Set(threadNices(proc('bin/worker.ts')))).toEqual(new Set([10]));
     expect(new Set(threadNices(proc(`--port ${ports.TEMPORAL_DEV_PORT}`)))).toEqual(new Set([10]));
     expect(new Set(threadNices(proc('bin/api.ts')))).toEqual(new Set([0]));
+    // A request just before, so the API's pool has a connection open (idle ones close after a while).
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
     expect(await backendNices()).toEqual({ 'cairn-worker': new Set([10]), 'cairn-api': new Set([0]) });
 
     expect(await stop(first.child)).toBe(0);

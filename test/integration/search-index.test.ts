@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Migration0022SearchStatistics } from '../../shared/db/migrations/0022-search-statistics.ts';
 import { bound } from '../../shared/db/sql.ts';
 import { deleteSourceRecords } from '../../shared/ingest/process.ts';
 import type { Filter, QueryWord } from '../../shared/retrieval/account-index.ts';
@@ -431,5 +432,27 @@ describe('memory budget', () => {
     await tight.warm(B2);
     await tight.warm(A);
     expect(tight.usage()).toEqual({ accounts: 1, bytes: both - sizeB });
+  });
+});
+
+describe('migration 0022', () => {
+  it('goes down and up again, and up rebuilds the same statistics from what is stored', async () => {
+    const run = async (step: 'up' | 'down') => {
+      const m = new Migration0022SearchStatistics(null as never, null as never);
+      m[step]();
+      await db.orm.em.fork().transactional(async (tx) => {
+        for (const q of m.getQueries()) await bound(tx, String(q).replace(/;\s*$/, ''), []);
+      });
+    };
+    const lexemes = ['harbour', 'survey', 'live', 'bee'];
+    const before = await fallbackStatistics(em(), A, lexemes);
+    const vectors = () => bound<{ id: string; tsv: string }>(em(), 'select id, tsv::text as tsv from memory_message where account_id = ? order by id', [A]);
+    const stored = await vectors();
+    await run('down');
+    expect((await bound<{ n: string }>(em(), "select count(*) as n from pg_proc where proname = 'cairn_tsv_length'", []))[0]!.n).toBe('0');
+    await run('up');
+    const after = await fallbackStatistics(em(), A, lexemes);
+    expect([after.docs, after.length, lexemes.map(after.df)]).toEqual([before.docs, before.length, lexemes.map(before.df)]);
+    expect(await vectors()).toEqual(stored);
   });
 });

@@ -13,12 +13,12 @@ import { ADD_MESSAGES_0018 } from './0018-memory-write-no-notify.ts';
  * - cairn_tsv_length: a vector's length as ranking counts it (positions, at least one per lexeme), the
  *   one definition of document length for records, messages and claims.
  * - Per account, memory_index_version: a version moved by every committed change to searchable memory
- *   (a message made available, a claim added or changed, anything deleted), the number and total length
- *   of searchable messages and claims, and reset_at, the version of the last deletion. Rows changed are
- *   stamped with the version that saw them (indexed_at): a copy at version w loads what is stamped after
- *   w, and reloads everything when a deletion happened since. The stamp takes the version row's lock
- *   until commit, so versions are handed out in commit order and everything stamped at or below a
- *   committed version is itself committed.
+ *   (an add-event succeeding, which makes its messages available; a claim added or changed; anything
+ *   deleted), the number and total length of searchable messages and claims, and reset_at, the version
+ *   of the last deletion. Events and claims changed are stamped with the version that saw them
+ *   (indexed_at): a copy at version w loads what is stamped after w, and reloads everything when a
+ *   deletion happened since. The stamp takes the version row's lock until commit, so versions are handed
+ *   out in commit order and everything stamped at or below a committed version is itself committed.
  * - Per source, the number and total length of its records, written by ingest with them, so the
  *   account's totals are a sum over its active sources.
  */
@@ -93,7 +93,7 @@ export class Migration0022SearchStatistics extends Migration {
       claims bigint not null default 0,
       claim_length bigint not null default 0
     );`);
-    this.addSql('alter table memory_message add column indexed_at bigint;');
+    this.addSql('alter table memory_event add column indexed_at bigint;');
     this.addSql('alter table memory_claim add column indexed_at bigint;');
     this.addSql(`insert into memory_index_version (account_id, version, reset_at, messages, message_length, claims, claim_length)
       select a.account_id, 1, 1, coalesce(m.n, 0), coalesce(m.len, 0), coalesce(c.n, 0), coalesce(c.len, 0)
@@ -102,23 +102,38 @@ export class Migration0022SearchStatistics extends Migration {
           on m.account_id = a.account_id
         left join (select account_id, count(*) as n, sum(cairn_tsv_length(tsv)) as len from memory_claim c where ${LIVE_CLAIM('c')} group by account_id) c
           on c.account_id = a.account_id;`);
-    this.addSql('update memory_message set indexed_at = 1 where available;');
+    this.addSql(`update memory_event set indexed_at = 1 where kind = 'add_messages' and status = 'succeeded';`);
     this.addSql('update memory_claim set indexed_at = 1;');
-    this.addSql('create index memory_message_indexed_idx on memory_message(account_id, indexed_at) where available;');
+    this.addSql('create index memory_event_indexed_idx on memory_event(account_id, indexed_at) where indexed_at is not null;');
     this.addSql('create index memory_claim_indexed_idx on memory_claim(account_id, indexed_at);');
 
-    // A message becomes searchable when its event succeeds.
+    // Messages become searchable when their add-event succeeds (in the transaction that makes them
+    // available): the event carries the stamp, so the messages' own update stays in place (HOT,
+    // migration 0019: no indexed column of theirs changes).
+    this.addSql(`create function cairn_memory_event_indexed() returns trigger language plpgsql as $$
+      declare d_n bigint; d_len bigint;
+      begin
+        select count(*), coalesce(sum(cairn_tsv_length(tsv)), 0) into d_n, d_len from memory_message where event_id = new.id and available;
+        insert into memory_index_version as v (account_id, version, messages, message_length) values (new.account_id, 1, d_n, d_len)
+          on conflict (account_id) do update set version = v.version + 1, messages = v.messages + excluded.messages,
+            message_length = v.message_length + excluded.message_length
+          returning v.version into new.indexed_at;
+        return new;
+      end $$;`);
+    this.addSql(`create trigger memory_event_indexed before update of status on memory_event for each row
+      when (new.status = 'succeeded' and old.status <> 'succeeded' and new.kind = 'add_messages') execute function cairn_memory_event_indexed();`);
+    // A message written already available (operators' scripts, tests) counts at once and stamps its event.
     this.addSql(`create function cairn_memory_message_indexed() returns trigger language plpgsql as $$
+      declare v_version bigint;
       begin
         insert into memory_index_version as v (account_id, version, messages, message_length)
           values (new.account_id, 1, 1, cairn_tsv_length(new.tsv))
           on conflict (account_id) do update set version = v.version + 1, messages = v.messages + 1,
             message_length = v.message_length + excluded.message_length
-          returning v.version into new.indexed_at;
+          returning v.version into v_version;
+        update memory_event set indexed_at = v_version where id = new.event_id;
         return new;
       end $$;`);
-    this.addSql(`create trigger memory_message_indexed before update of available on memory_message for each row
-      when (new.available and not old.available) execute function cairn_memory_message_indexed();`);
     this.addSql(`create trigger memory_message_2_indexed before insert on memory_message for each row
       when (new.available) execute function cairn_memory_message_indexed();`);
 
@@ -186,7 +201,7 @@ export class Migration0022SearchStatistics extends Migration {
     this.addSql('drop trigger if exists memory_claim_deleted on memory_claim;');
     this.addSql('drop trigger if exists memory_message_deleted on memory_message;');
     this.addSql('drop trigger if exists memory_claim_indexed on memory_claim;');
-    this.addSql('drop trigger if exists memory_message_indexed on memory_message;');
+    this.addSql('drop trigger if exists memory_event_indexed on memory_event;');
     this.addSql('drop trigger if exists memory_message_2_indexed on memory_message;');
     this.addSql('drop trigger if exists memory_message_1_vector on memory_message;');
     this.addSql('drop function if exists cairn_memory_message_tsv();');
@@ -194,10 +209,11 @@ export class Migration0022SearchStatistics extends Migration {
     this.addSql('drop function if exists cairn_memory_messages_deleted();');
     this.addSql('drop function if exists cairn_memory_claim_indexed();');
     this.addSql('drop function if exists cairn_memory_message_indexed();');
+    this.addSql('drop function if exists cairn_memory_event_indexed();');
     this.addSql('drop index if exists memory_claim_indexed_idx;');
-    this.addSql('drop index if exists memory_message_indexed_idx;');
+    this.addSql('drop index if exists memory_event_indexed_idx;');
     this.addSql('alter table memory_claim drop column if exists indexed_at;');
-    this.addSql('alter table memory_message drop column if exists indexed_at;');
+    this.addSql('alter table memory_event drop column if exists indexed_at;');
     this.addSql('drop table if exists memory_index_version;');
     // Back to the vector of the content alone, generated.
     this.addSql(ADD_MESSAGES_0018);
