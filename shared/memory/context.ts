@@ -1,4 +1,6 @@
+import type { Reach } from '../auth/principal.ts';
 import type { Claim } from '../contracts/memory.ts';
+import { audienceCondition } from '../db/sql.ts';
 import { sentenceSpans } from '../ingest/extract/sentences.ts';
 import { anyWordQuery, claimRecord, peerClaims, rankClaims, type ClaimRow } from './claims.ts';
 import { sql, type Em } from './db.ts';
@@ -24,10 +26,11 @@ function conflictsOf(claims: Claim[]): Conflict[] {
   return claims.filter((c) => c.conflicts_with.length).map((c) => ({ claim_id: c.id, conflicts_with: c.conflicts_with }));
 }
 
-/** Available messages, of the peer and/or the session when given. */
-function messageFilters(where: { peerId?: string; sessionId?: string }): { filters: string[]; params: unknown[] } {
-  const filters = ['m.available'];
-  const params: unknown[] = [];
+/** Available messages inside the key's audiences, of the peer and/or the session when given. */
+function messageFilters(where: MessageWhere): { filters: string[]; params: unknown[] } {
+  const inReach = audienceCondition('m.audience', where.audiences);
+  const filters = [`m.available${inReach.sql}`];
+  const params: unknown[] = [...inReach.params];
   if (where.peerId) {
     filters.push('m.peer_id = ?');
     params.push(where.peerId);
@@ -39,7 +42,9 @@ function messageFilters(where: { peerId?: string; sessionId?: string }): { filte
   return { filters, params };
 }
 
-async function rankMessages(tx: Em, where: { peerId?: string; sessionId?: string }, query: string, limit: number) {
+type MessageWhere = { audiences: Reach['audiences']; peerId?: string; sessionId?: string };
+
+async function rankMessages(tx: Em, where: MessageWhere, query: string, limit: number) {
   const tsq = anyWordQuery(query);
   if (!tsq) return [];
   const { filters, params } = messageFilters(where);
@@ -51,7 +56,7 @@ async function rankMessages(tx: Em, where: { peerId?: string; sessionId?: string
   );
 }
 
-async function recentMessages(tx: Em, where: { peerId?: string; sessionId?: string }, limit = RECENT_MESSAGES) {
+async function recentMessages(tx: Em, where: MessageWhere, limit = RECENT_MESSAGES) {
   const { filters, params } = messageFilters(where);
   const rows = await sql<MessageRow>(
     tx,
@@ -132,23 +137,23 @@ function contextResponse(peer: LabelRow, session: LabelRow | null, query: string
 }
 
 /** POST peers/{peer}/ask: evidence for a question, each item cited to an exact message span. */
-export async function askPeer(em: Em, accountId: string, peerLabel: string, req: { query: string; session_id?: string; limit: number }) {
+export async function askPeer(em: Em, reach: Reach, peerLabel: string, req: { query: string; session_id?: string; limit: number }) {
   return snapshot(em, async (tx) => {
-    const peer = await requireLabel(tx, accountId, 'peer', peerLabel);
-    const session = req.session_id ? await requireLabel(tx, accountId, 'session', req.session_id) : null;
+    const peer = await requireLabel(tx, reach, 'peer', peerLabel);
+    const session = req.session_id ? await requireLabel(tx, reach, 'session', req.session_id) : null;
     const ranked = await rankClaims(tx, peer.id, req.query, session ? req.limit * 4 : req.limit, true);
     const claims = session ? ranked.filter((c) => c.session_label === session.label).slice(0, req.limit) : ranked;
-    const messages = await rankMessages(tx, { peerId: peer.id, sessionId: session?.id }, req.query, req.limit);
+    const messages = await rankMessages(tx, { audiences: reach.audiences, peerId: peer.id, sessionId: session?.id }, req.query, req.limit);
     return contextResponse(peer, session, req.query, claims, messages, true);
   });
 }
 
 /** GET peers/{peer}/context: with q, ranked memory; without, the peer's current claims and recent messages. */
-export async function peerContext(em: Em, accountId: string, peerLabel: string, opts: { session?: string; q?: string }) {
+export async function peerContext(em: Em, reach: Reach, peerLabel: string, opts: { session?: string; q?: string }) {
   return snapshot(em, async (tx) => {
-    const peer = await requireLabel(tx, accountId, 'peer', peerLabel);
-    const session = opts.session ? await requireLabel(tx, accountId, 'session', opts.session) : null;
-    const where = { peerId: peer.id, sessionId: session?.id };
+    const peer = await requireLabel(tx, reach, 'peer', peerLabel);
+    const session = opts.session ? await requireLabel(tx, reach, 'session', opts.session) : null;
+    const where = { audiences: reach.audiences, peerId: peer.id, sessionId: session?.id };
     if (opts.q) {
       const claims = await rankClaims(tx, peer.id, opts.q, 10, true);
       return contextResponse(peer, session, opts.q, claims, await rankMessages(tx, where, opts.q, 10), true);
@@ -159,23 +164,24 @@ export async function peerContext(em: Em, accountId: string, peerLabel: string, 
 }
 
 /** GET sessions/{s}/context?peer=: the session's recent conversation with the peer's current claims. */
-export async function sessionContext(em: Em, accountId: string, sessionLabel: string, opts: { peer: string; q?: string }) {
+export async function sessionContext(em: Em, reach: Reach, sessionLabel: string, opts: { peer: string; q?: string }) {
   return snapshot(em, async (tx) => {
-    const session = await requireLabel(tx, accountId, 'session', sessionLabel);
-    const peer = await requireLabel(tx, accountId, 'peer', opts.peer);
+    const session = await requireLabel(tx, reach, 'session', sessionLabel);
+    const peer = await requireLabel(tx, reach, 'peer', opts.peer);
+    const where = { audiences: reach.audiences, sessionId: session.id };
     if (opts.q) {
       const claims = await rankClaims(tx, peer.id, opts.q, 10, true);
-      return contextResponse(peer, session, opts.q, claims, await rankMessages(tx, { sessionId: session.id }, opts.q, 10), true);
+      return contextResponse(peer, session, opts.q, claims, await rankMessages(tx, where, opts.q, 10), true);
     }
     const claims = await peerClaims(tx, peer.id, ['current'], true, CONTEXT_CLAIMS);
-    return contextResponse(peer, session, null, claims, await recentMessages(tx, { sessionId: session.id }), false);
+    return contextResponse(peer, session, null, claims, await recentMessages(tx, where), false);
   });
 }
 
 /** POST peers/{peer}/representation: every current claim of the peer, plus proposals awaiting review. */
-export async function peerRepresentation(em: Em, accountId: string, peerLabel: string) {
+export async function peerRepresentation(em: Em, reach: Reach, peerLabel: string) {
   return snapshot(em, async (tx) => {
-    const peer = await requireLabel(tx, accountId, 'peer', peerLabel);
+    const peer = await requireLabel(tx, reach, 'peer', peerLabel);
     const current = (await peerClaims(tx, peer.id, ['current'], false, 1000)).map(claimRecord);
     const pending = (await peerClaims(tx, peer.id, ['pending_review'], false, 200)).map(claimRecord);
     const conflicts = conflictsOf(current);
