@@ -1,4 +1,5 @@
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import type { AnswerConfig } from './answer/types.ts';
 
@@ -43,6 +44,26 @@ const originList = z
     return origins;
   });
 
+/** proxy-addr's named ranges, accepted by Fastify's trustProxy like addresses and CIDR ranges. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * Which hops may tell the client's address (X-Forwarded-For): none (unset or `false`), or a
+ * comma-separated list of the proxies' addresses, CIDR ranges or the names loopback, linklocal,
+ * uniquelocal. Trusting every hop (`true`) would let any client choose its own address, so it is refused.
+ */
+const trustProxy = optionalString.transform((v, ctx): false | string[] => {
+  if (v === undefined || v === 'false') return false;
+  const entries = v.split(',').map((x) => x.trim()).filter(Boolean);
+  for (const e of entries) {
+    if (!PROXY_RANGE_NAMES.has(e) && !ipaddr.isValid(e) && !ipaddr.isValidCIDR(e)) {
+      ctx.addIssue({ code: 'custom', message: `"${e}" is not an address, a CIDR range or loopback/linklocal/uniquelocal` });
+      return z.NEVER;
+    }
+  }
+  return entries;
+});
+
 const booleanFlag = (fallback: 'true' | 'false') =>
   z
     .enum(['true', 'false', '1', '0'])
@@ -71,6 +92,7 @@ const envSchema = z.object({
   TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
   TEMPORAL_CLI: optionalString,
   HOST: z.string().trim().min(1).default('127.0.0.1'),
+  TRUST_PROXY: trustProxy,
   PORT: port.default(8080),
   MCP_PORT: port.default(8081),
   PUBLIC_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
@@ -84,7 +106,8 @@ const envSchema = z.object({
   CLI_SESSION_LIFETIME_DAYS: z.coerce.number().int().min(1).max(365).default(30),
   DEVICE_CODE_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(600),
   DEVICE_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(60).default(5),
-  LOGIN_MAX_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(10),
+  LOGIN_FREE_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
+  LOGIN_BACKOFF_MAX_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
   LOGIN_MAX_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(10000).default(50),
   LOGIN_THROTTLE_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
   ACCOUNT_DELETION_WAIT_MS: z.coerce.number().int().min(1000).max(300_000).default(20_000),
@@ -142,6 +165,8 @@ export type Config = {
     cli: string | undefined;
   };
   host: string;
+  /** Fastify's trustProxy: which hops may give the client's address (sign-in throttling, registration limit). */
+  trustProxy: false | string[];
   port: number;
   mcpPort: number;
   publicBaseUrl: string;
@@ -158,7 +183,8 @@ export type Config = {
     cliSessionLifetimeMs: number;
     deviceCodeTtlMs: number;
     devicePollIntervalSeconds: number;
-    loginMaxFailuresPerAccount: number;
+    loginFreeFailures: number;
+    loginBackoffMaxMs: number;
     loginMaxFailuresPerAddress: number;
     loginThrottleWindowMs: number;
     accountDeletionWaitMs: number;
@@ -249,6 +275,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       cli: e.TEMPORAL_CLI,
     },
     host: e.HOST,
+    trustProxy: e.TRUST_PROXY,
     port: e.PORT,
     mcpPort: e.MCP_PORT,
     publicBaseUrl,
@@ -265,7 +292,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       cliSessionLifetimeMs: e.CLI_SESSION_LIFETIME_DAYS * 86_400_000,
       deviceCodeTtlMs: e.DEVICE_CODE_TTL_SECONDS * 1000,
       devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
-      loginMaxFailuresPerAccount: e.LOGIN_MAX_FAILURES_PER_ACCOUNT,
+      loginFreeFailures: e.LOGIN_FREE_FAILURES,
+      loginBackoffMaxMs: e.LOGIN_BACKOFF_MAX_SECONDS * 1000,
       loginMaxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS,
       loginThrottleWindowMs: e.LOGIN_THROTTLE_WINDOW_MINUTES * 60_000,
       accountDeletionWaitMs: e.ACCOUNT_DELETION_WAIT_MS,

@@ -6,9 +6,10 @@ import type { Logger } from '../logger.ts';
 export type RateLimiter = { consume(accountId: string): Promise<void>; close(): Promise<void> };
 
 /**
- * Account-wide request throttling for product requests (spec 5 rule 5): every key of an account draws
- * from one window, kept in PostgreSQL so all API processes share it, and creating or rotating a key
- * changes nothing. Fixed one-minute windows of `perMinute` requests (rate-limiter-flexible).
+ * Account-wide request throttling (spec 5 rule 5): every credential of an account (API keys, CLI and
+ * browser sessions, MCP OAuth tokens) draws from one window, kept in PostgreSQL so all API processes
+ * share it, and creating or rotating a key changes nothing. Fixed one-minute windows of `perMinute`
+ * requests (rate-limiter-flexible).
  */
 export function createRateLimiter(databaseUrl: string, perMinute: number, logger?: Logger): RateLimiter {
   // Every request of an account updates the account's one window row, so requests queue on its lock;

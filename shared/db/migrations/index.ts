@@ -20,6 +20,7 @@ import { Migration0019MemoryFillfactor } from './0019-memory-fillfactor.ts';
 import { Migration0020ClaimConflictsOneWay } from './0020-claim-conflicts-one-way.ts';
 import { Migration0021RecordForeignKeys } from './0021-record-foreign-keys.ts';
 import { Migration0022AudienceBoundaries } from './0022-audience-boundaries.ts';
+import { Migration0023LoginThrottle } from './0023-login-throttle.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -50,4 +51,5 @@ export const migrationsList = [
   { name: '0020-claim-conflicts-one-way', class: Migration0020ClaimConflictsOneWay },
   { name: '0021-record-foreign-keys', class: Migration0021RecordForeignKeys },
   { name: '0022-audience-boundaries', class: Migration0022AudienceBoundaries },
+  { name: '0023-login-throttle', class: Migration0023LoginThrottle },
 ];
