@@ -124,12 +124,6 @@ const envSchema = z.object({
   MCP_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   MCP_LOCAL_DEV_ORIGINS: booleanFlag('false'),
   MCP_AUTH_ISSUER: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-  MCP_EXTERNAL_SCOPES: z
-    .string()
-    .trim()
-    .default('memory.read')
-    .transform((v) => v.split(/[\s,]+/).filter(Boolean))
-    .pipe(z.array(z.enum(['memory.read', 'memory.write'])).max(2)),
   OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
   OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
   MIGRATE_ON_START: booleanFlag('true'),
@@ -210,8 +204,6 @@ export type Config = {
     mode: 'builtin' | 'external';
     /** {auth_url}: the authorization server's issuer identifier. */
     issuer: string;
-    /** External mode: the effective scopes a newly connected application starts with. */
-    externalScopes: ('memory.read' | 'memory.write')[];
     accessTokenTtlSeconds: number;
     refreshTokenTtlSeconds: number;
   };
@@ -312,7 +304,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     oauth: {
       mode: e.MCP_AUTH_ISSUER ? 'external' : 'builtin',
       issuer: (e.MCP_AUTH_ISSUER ?? `${publicBaseUrl}/oauth`).replace(/\/$/, ''),
-      externalScopes: e.MCP_EXTERNAL_SCOPES,
       accessTokenTtlSeconds: e.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
       refreshTokenTtlSeconds: e.OAUTH_REFRESH_TOKEN_TTL_DAYS * 86_400,
     },

@@ -21,6 +21,7 @@ import { Migration0020ClaimConflictsOneWay } from './0020-claim-conflicts-one-wa
 import { Migration0021RecordForeignKeys } from './0021-record-foreign-keys.ts';
 import { Migration0022AudienceBoundaries } from './0022-audience-boundaries.ts';
 import { Migration0023LoginThrottle } from './0023-login-throttle.ts';
+import { Migration0024ExternalIdentities } from './0024-external-identities.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -52,4 +53,5 @@ export const migrationsList = [
   { name: '0021-record-foreign-keys', class: Migration0021RecordForeignKeys },
   { name: '0022-audience-boundaries', class: Migration0022AudienceBoundaries },
   { name: '0023-login-throttle', class: Migration0023LoginThrottle },
+  { name: '0024-external-identities', class: Migration0024ExternalIdentities },
 ];

@@ -26,7 +26,7 @@ import { testTemporalClient } from '../../helpers/services.ts';
 // authorization with the signed-in session, PKCE S256, token, refresh, revocation on the next request,
 // effective scopes from the connected application.
 
-const tool = (name: string, scope: 'memory.read' | 'memory.write') =>
+const tool = (name: string, scope: 'memory.read' | 'memory.write' | 'query') =>
   defineTool({
     name,
     title: name,
@@ -36,7 +36,7 @@ const tool = (name: string, scope: 'memory.read' | 'memory.write') =>
     annotations: { readOnlyHint: scope === 'memory.read' },
     run: async (ctx) => ({ data: { account: ctx.principal.email, kind: ctx.principal.kind, scopes: [...ctx.principal.scopes] } }),
   });
-const TOOLS = [tool('read_probe', 'memory.read'), tool('write_probe', 'memory.write')] as unknown as McpTool[];
+const TOOLS = [tool('read_probe', 'memory.read'), tool('write_probe', 'memory.write'), tool('query_probe', 'query')] as unknown as McpTool[];
 
 let db: TestDatabase;
 let sql: Sql;
@@ -110,10 +110,14 @@ describe('the full flow with the MCP SDK client', () => {
 
     const read = await client.callTool({ name: 'read_probe', arguments: {} });
     expect(read.isError).toBeFalsy();
-    expect(read.structuredContent).toEqual({ account: alice.email, kind: 'oauth', scopes: ['memory.read', 'query'] });
+    // Exactly the granted scope (spec 4.6, 5): memory.read carries no `query`.
+    expect(read.structuredContent).toEqual({ account: alice.email, kind: 'oauth', scopes: ['memory.read'] });
     const write = await client.callTool({ name: 'write_probe', arguments: {} });
     expect(write.isError).toBe(true);
     expect(write.structuredContent).toEqual({ error: { code: 'forbidden', message: expect.stringContaining('memory.write') } });
+    const query = await client.callTool({ name: 'query_probe', arguments: {} });
+    expect(query.isError).toBe(true);
+    expect(query.structuredContent).toEqual({ error: { code: 'forbidden', message: expect.stringContaining('query') } });
 
     const apps = await connectedApps();
     expect(apps).toContainEqual({
@@ -121,6 +125,7 @@ describe('the full flow with the MCP SDK client', () => {
       clientId: oauth.info!.client_id,
       clientName: 'Test MCP client',
       scopes: ['memory.read'],
+      status: 'active',
       createdAt: expect.any(String),
       authorizedAt: expect.any(String),
       lastUsedAt: expect.any(String),
@@ -145,7 +150,7 @@ describe('the full flow with the MCP SDK client', () => {
     expect(oauth.saved!.refresh_token).not.toBe(before.refresh_token);
     const res = await mcpWithToken(oauth.saved!.access_token);
     expect(res.status).toBe(200);
-    expect(res.body.result.structuredContent.scopes).toEqual(['memory.read', 'memory.write', 'query']);
+    expect(res.body.result.structuredContent.scopes).toEqual(['memory.read', 'memory.write']);
   });
 
   it('effective scopes are read on every request: consenting again with other scopes changes the same token', async () => {
@@ -158,7 +163,7 @@ describe('the full flow with the MCP SDK client', () => {
     const second = new Client({ name: 'again', version: '1' });
     await expect(second.connect(transportFor(oauth))).rejects.toThrow(/Unauthorized/i);
     await consent(new Browser(stack.baseUrl, aliceCookie), oauth.authorizationUrl!, ['memory.read']);
-    expect((await mcpWithToken(token)).body.result.structuredContent.scopes).toEqual(['memory.read', 'query']);
+    expect((await mcpWithToken(token)).body.result.structuredContent.scopes).toEqual(['memory.read']);
     await client.close();
   });
 });
