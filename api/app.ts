@@ -110,7 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     const provider = deps.oauth?.provider;
     if (provider) {
-      await app.register(oauthProviderRoutes, { provider });
+      await app.register(oauthProviderRoutes, { provider, rateLimiter: deps.rateLimiter });
       await app.register(interactionRoutes, { config: deps.config, provider });
     }
   }

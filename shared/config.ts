@@ -126,6 +126,8 @@ const envSchema = z.object({
   MCP_AUTH_ISSUER: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
   OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  OAUTH_UNUSED_CLIENT_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24),
+  OAUTH_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(20),
   MIGRATE_ON_START: booleanFlag('true'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
@@ -206,6 +208,10 @@ export type Config = {
     issuer: string;
     accessTokenTtlSeconds: number;
     refreshTokenTtlSeconds: number;
+    /** A dynamically registered client that never gets a grant is forgotten after this. */
+    unusedClientTtlSeconds: number;
+    /** Dynamic client registrations per client address per hour. */
+    registrationsPerHour: number;
   };
   /** Prometheus metrics: bearer token for the API's /metrics (unset = loopback clients only); worker port (0 = off). */
   ops: { metricsToken: string | undefined; workerMetricsPort: number };
@@ -306,6 +312,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       issuer: (e.MCP_AUTH_ISSUER ?? `${publicBaseUrl}/oauth`).replace(/\/$/, ''),
       accessTokenTtlSeconds: e.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
       refreshTokenTtlSeconds: e.OAUTH_REFRESH_TOKEN_TTL_DAYS * 86_400,
+      unusedClientTtlSeconds: e.OAUTH_UNUSED_CLIENT_TTL_HOURS * 3600,
+      registrationsPerHour: e.OAUTH_REGISTRATIONS_PER_HOUR,
     },
     ops: { metricsToken: e.METRICS_TOKEN, workerMetricsPort: e.WORKER_METRICS_PORT },
     query: {

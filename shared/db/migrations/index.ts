@@ -22,6 +22,7 @@ import { Migration0021RecordForeignKeys } from './0021-record-foreign-keys.ts';
 import { Migration0022AudienceBoundaries } from './0022-audience-boundaries.ts';
 import { Migration0023LoginThrottle } from './0023-login-throttle.ts';
 import { Migration0024ExternalIdentities } from './0024-external-identities.ts';
+import { Migration0025OauthClientExpiry } from './0025-oauth-client-expiry.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -54,4 +55,5 @@ export const migrationsList = [
   { name: '0022-audience-boundaries', class: Migration0022AudienceBoundaries },
   { name: '0023-login-throttle', class: Migration0023LoginThrottle },
   { name: '0024-external-identities', class: Migration0024ExternalIdentities },
+  { name: '0025-oauth-client-expiry', class: Migration0025OauthClientExpiry },
 ];
