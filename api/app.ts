@@ -86,7 +86,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(errorsPlugin);
-  if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics, token: deps.config.ops.metricsToken });
+  if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics, access: deps.config.ops.metrics });
   await app.register(authPlugin, { orm: deps.orm, config: deps.config, rateLimiter: deps.rateLimiter });
   const api = (deps.surface ?? 'api') === 'api';
   // The OpenAPI plugin must see every route registered after it, so it goes first.

@@ -131,6 +131,7 @@ const envSchema = z.object({
   MIGRATE_ON_START: booleanFlag('true'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  METRICS_OPEN: booleanFlag('false'),
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
   QUERY_IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24),
   QUERY_INDEX_MAX_MB: z.coerce.number().int().min(0).max(1_048_576).default(256),
@@ -213,8 +214,8 @@ export type Config = {
     /** Dynamic client registrations per client address per hour. */
     registrationsPerHour: number;
   };
-  /** Prometheus metrics: bearer token for the API's /metrics (unset = loopback clients only); worker port (0 = off). */
-  ops: { metricsToken: string | undefined; workerMetricsPort: number };
+  /** Prometheus metrics: who may scrape (bearer METRICS_TOKEN, or anyone with METRICS_OPEN); worker port (0 = off). */
+  ops: { metrics: { token: string | undefined; open: boolean }; workerMetricsPort: number };
   /** Query: how long stored operations replay (then idempotency_expired), and the answer provider. */
   query: { idempotencyRetentionMs: number; answer: AnswerConfig; indexMaxBytes: number };
   /** Native memory: the optional OpenAI-compatible claim deriver (null = the built-in rules). */
@@ -315,7 +316,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       unusedClientTtlSeconds: e.OAUTH_UNUSED_CLIENT_TTL_HOURS * 3600,
       registrationsPerHour: e.OAUTH_REGISTRATIONS_PER_HOUR,
     },
-    ops: { metricsToken: e.METRICS_TOKEN, workerMetricsPort: e.WORKER_METRICS_PORT },
+    ops: { metrics: { token: e.METRICS_TOKEN, open: e.METRICS_OPEN }, workerMetricsPort: e.WORKER_METRICS_PORT },
     query: {
       idempotencyRetentionMs: e.QUERY_IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
       indexMaxBytes: e.QUERY_INDEX_MAX_MB * 1024 * 1024,
