@@ -114,8 +114,9 @@ export const authPlugin = fp(
       }
       // Every credential of an account (API keys, CLI and browser sessions; MCP OAuth tokens on the MCP
       // endpoint) draws from one account-wide window, checked after authorization so a refused request
-      // does not use up the window.
-      if (opts.rateLimiter) await opts.rateLimiter.consume(principal.accountId);
+      // does not use up the window. An account being deleted only retries the deletion or signs out:
+      // counting those would bring back the window row its purge removed.
+      if (opts.rateLimiter && principal.accountState === 'active') await opts.rateLimiter.consume(principal.accountId);
       request.principal = principal;
     });
   },
