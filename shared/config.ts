@@ -10,6 +10,9 @@ import type { AnswerConfig } from './answer/types.ts';
  */
 export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 4;
 
+/** Dynamic OAuth client registrations per client address per hour (OAUTH_REGISTRATIONS_PER_HOUR). */
+export const DEFAULT_REGISTRATIONS_PER_HOUR = 20;
+
 /**
  * The whole process configuration, read once from the environment by each entrypoint and passed down.
  * Every variable is documented in the README configuration table; keep the two in step.
@@ -127,7 +130,7 @@ const envSchema = z.object({
   OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
   OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
   OAUTH_UNUSED_CLIENT_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24),
-  OAUTH_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(20),
+  OAUTH_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_REGISTRATIONS_PER_HOUR),
   MIGRATE_ON_START: booleanFlag('true'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),

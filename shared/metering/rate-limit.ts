@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { DEFAULT_REGISTRATIONS_PER_HOUR } from '../config.ts';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 
@@ -10,8 +11,6 @@ export type RateLimiter = {
   consumeRegistration(address: string): Promise<void>;
   close(): Promise<void>;
 };
-
-export const DEFAULT_REGISTRATIONS_PER_HOUR = 20;
 
 /**
  * Request throttling kept in PostgreSQL, so all API processes share it (rate-limiter-flexible):
