@@ -41,7 +41,7 @@ export type AppDeps = {
   logger: Logger;
   orm: Orm;
   temporal: TemporalClientHandle;
-  /** Account-wide throttling of product (API key) requests; absent = unthrottled (unit tests). */
+  /** Account-wide throttling of every authenticated request; absent = unthrottled (unit tests). */
   rateLimiter?: RateLimiter;
   /** Named dependency probes for /readyz (postgres, temporal). */
   readiness: Record<string, ReadinessCheck>;
@@ -72,7 +72,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     bodyLimit: 1_048_576,
-    trustProxy: false,
+    // Client addresses (sign-in throttling, registration limits) from X-Forwarded-For only via trusted hops.
+    trustProxy: deps.config.trustProxy,
     // Labels travel in paths (peers, sessions); longer segments get 414 in the envelope.
     routerOptions: { maxParamLength: 512 },
     frameworkErrors,
@@ -85,7 +86,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(errorsPlugin);
-  if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics, token: deps.config.ops.metricsToken });
+  if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics, access: deps.config.ops.metrics });
   await app.register(authPlugin, { orm: deps.orm, config: deps.config, rateLimiter: deps.rateLimiter });
   const api = (deps.surface ?? 'api') === 'api';
   // The OpenAPI plugin must see every route registered after it, so it goes first.
@@ -109,7 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     const provider = deps.oauth?.provider;
     if (provider) {
-      await app.register(oauthProviderRoutes, { provider });
+      await app.register(oauthProviderRoutes, { provider, rateLimiter: deps.rateLimiter });
       await app.register(interactionRoutes, { config: deps.config, provider });
     }
   }

@@ -20,7 +20,9 @@ runMain(async () => {
     if (applied.length) logger.info({ applied }, 'applied migrations');
   }
   const temporal = createTemporalClient(requireTemporalAddress(config), config.temporal.namespace);
-  const rateLimiter = createRateLimiter(requireDatabaseUrl(config), config.metering.rateLimitPerMinute, logger);
+  const rateLimiter = createRateLimiter(requireDatabaseUrl(config), config.metering.rateLimitPerMinute, logger, {
+    registrationsPerHour: config.oauth.registrationsPerHour,
+  });
   // After migrations: the built-in authorization server reads its shared keys from the database.
   const oauth = await createOauthServer({ config, orm });
   const deps = {

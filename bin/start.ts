@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../shared/config.ts';
 import { createLocalAccountIfEmpty } from '../shared/auth/accounts.ts';
 import { createOrm, migrate } from '../shared/db/orm.ts';
-import { provideDatabase, provideTemporal } from '../shared/local/infra.ts';
+import { provideDatabase, provideTemporal, writeLocalCredentials } from '../shared/local/infra.ts';
 import { runMain } from '../shared/process.ts';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
 
@@ -48,9 +48,8 @@ runMain(async () => {
       say(applied.length ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
       const local = await createLocalAccountIfEmpty(orm.em.fork(), config.accountDefaults);
       if (local) {
-        say('created the local account (shown once; change it or create others with npm run admin):');
-        say(`  email     ${local.email}`);
-        say(`  password  ${local.password}`);
+        const file = await writeLocalCredentials(config.dataDir, local);
+        say(`created the local account ${local.email}; its password is in ${file} (readable only by you)`);
       }
     } finally {
       await orm.close();

@@ -9,6 +9,9 @@ export const ConnectedAppRecord = z
     clientId: z.string().describe('The OAuth client id the application registered with.'),
     clientName: z.string().nullable().describe('The name the application registered with, when it gave one.'),
     scopes: z.array(z.enum(CONNECTED_APP_SCOPES)).describe('Effective scopes chosen at consent, applied on every MCP request.'),
+    status: z
+      .enum(['active', 'pending'])
+      .describe('`pending`: an application of an external identity provider waiting for the user to allow it (no scopes yet).'),
     createdAt: DateTime,
     authorizedAt: DateTime.describe('When the user last consented.'),
     lastUsedAt: DateTime.nullable(),
@@ -25,11 +28,23 @@ export const ConnectedAppResponse = z
 
 export const ConnectedAppIdParams = z.strictObject({ connectedAppId: z.uuid() });
 
+export const ConnectedAppScopesRequest = z
+  .strictObject({
+    scopes: z
+      .array(z.enum(CONNECTED_APP_SCOPES))
+      .min(1)
+      .max(CONNECTED_APP_SCOPES.length)
+      .refine((s) => new Set(s).size === s.length, 'scopes must not repeat')
+      .describe('The access the application gets: memory.read and/or memory.write.'),
+  })
+  .meta({ id: 'ConnectedAppScopesRequest' });
+
 export const connectedAppRecord = (a: ConnectedApp): z.infer<typeof ConnectedAppRecord> => ({
   id: a.id,
   clientId: a.clientId,
   clientName: a.clientName,
   scopes: a.scopes,
+  status: a.scopes.length ? 'active' : 'pending',
   createdAt: a.createdAt.toISOString(),
   authorizedAt: a.authorizedAt.toISOString(),
   lastUsedAt: a.lastUsedAt?.toISOString() ?? null,

@@ -1,3 +1,4 @@
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import type { Config } from '../config.ts';
@@ -76,4 +77,17 @@ export async function provideTemporal(
 /** For operator commands: the Temporal the running service uses. */
 export function temporalAddressFor(config: Config): string {
   return config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`;
+}
+
+/**
+ * Keeps the generated local account's password out of the terminal (and its scrollback and logs):
+ * written to DATA_DIR/local-account.txt, readable by the owner only (0600, in a directory created 0700
+ * when missing). Returns the file's path, which is what `npm start` prints.
+ */
+export async function writeLocalCredentials(dataDir: string, account: { email: string; password: string }): Promise<string> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const file = path.join(dataDir, 'local-account.txt');
+  await writeFile(file, `email     ${account.email}\npassword  ${account.password}\n`, { mode: 0o600 });
+  await chmod(file, 0o600); // an older file keeps its mode on rewrite
+  return file;
 }

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { Reach } from '../auth/principal.ts';
 import type { Claim, ClaimsListRequest } from '../contracts/memory.ts';
+import { audienceCondition } from '../db/sql.ts';
 import { AppError, notFound } from '../errors.ts';
 import { decodeCursor, iso, page, sql, type Em } from './db.ts';
 import { isUuid } from './events.ts';
@@ -70,29 +72,32 @@ export function claimRecord(r: ClaimRow): Claim {
   };
 }
 
-async function findClaim(em: Em, accountId: string, claimId: string, lock = false): Promise<ClaimRow> {
+/** A claim of the account inside the key's audiences (a claim carries its message's audience), or 404. */
+async function findClaim(em: Em, reach: Reach, claimId: string, lock = false): Promise<ClaimRow> {
+  const inReach = audienceCondition('c.audience', reach.audiences);
   const [row] = isUuid(claimId)
-    ? await sql<ClaimRow>(em, `${CLAIM_SELECT} where c.id = ? and c.account_id = ?${lock ? ' for update of c' : ''}`, [claimId, accountId])
+    ? await sql<ClaimRow>(em, `${CLAIM_SELECT} where c.id = ? and c.account_id = ?${inReach.sql}${lock ? ' for update of c' : ''}`, [claimId, reach.accountId, ...inReach.params])
     : [];
   if (!row) throw notFound('No claim with this id.');
   return row;
 }
 
-export async function getClaim(em: Em, accountId: string, claimId: string): Promise<Claim> {
-  return claimRecord(await findClaim(em, accountId, claimId));
+export async function getClaim(em: Em, reach: Reach, claimId: string): Promise<Claim> {
+  return claimRecord(await findClaim(em, reach, claimId));
 }
 
 /** Claims in a state (default current), newest first, optionally of one peer and/or session. */
-export async function listClaims(em: Em, accountId: string, req: ClaimsListRequest) {
-  const where = ['c.account_id = ?', 'c.state = ?'];
-  const params: unknown[] = [accountId, req.state];
+export async function listClaims(em: Em, reach: Reach, req: ClaimsListRequest) {
+  const inReach = audienceCondition('c.audience', reach.audiences);
+  const where = [`c.account_id = ? and c.state = ?${inReach.sql}`];
+  const params: unknown[] = [reach.accountId, req.state, ...inReach.params];
   if (req.peer_id !== undefined) {
     where.push('c.peer_id = ?');
-    params.push((await requireLabel(em, accountId, 'peer', req.peer_id)).id);
+    params.push((await requireLabel(em, reach, 'peer', req.peer_id)).id);
   }
   if (req.session_id !== undefined) {
     where.push('c.session_id = ?');
-    params.push((await requireLabel(em, accountId, 'session', req.session_id)).id);
+    params.push((await requireLabel(em, reach, 'session', req.session_id)).id);
   }
   const after = decodeCursor(req.cursor, 2) as [string, string] | undefined;
   if (after) {
@@ -113,8 +118,9 @@ export function anyWordQuery(text: string): string | null {
 }
 
 /** Ranked search over one peer's current claims (full text, then trigram similarity). */
-export async function queryClaims(em: Em, accountId: string, req: { peer_id: string; query: string; limit: number }) {
-  const peer = await requireLabel(em, accountId, 'peer', req.peer_id);
+export async function queryClaims(em: Em, reach: Reach, req: { peer_id: string; query: string; limit: number }) {
+  // A peer's claims carry the peer's audience: reaching the peer is reaching its claims.
+  const peer = await requireLabel(em, reach, 'peer', req.peer_id);
   const rows = await rankClaims(em, peer.id, req.query, req.limit, false);
   return {
     schemaVersion: 'service-memory-page-v1' as const,
@@ -189,10 +195,10 @@ async function guard(tx: Em, claim: ClaimRow, given: string, event: 'UPDATE' | '
  * current, eligibility eligible; a pending_review proposal is accepted this way. The prior version stays
  * in history.
  */
-export async function updateClaim(em: Em, accountId: string, claimId: string, req: { content: string; head_revision: string; reason: string }) {
+export async function updateClaim(em: Em, reach: Reach, claimId: string, req: { content: string; head_revision: string; reason: string }) {
   const hash = requestHash('UPDATE', req.content, req.reason);
   return em.transactional(async (tx) => {
-    const claim = await findClaim(tx, accountId, claimId, true);
+    const claim = await findClaim(tx, reach, claimId, true);
     const g = await guard(tx, claim, req.head_revision, 'UPDATE', hash);
     if (g !== 'apply') {
       return { schemaVersion: 'service-memory-claim-update-v1' as const, claim: claimRecord(claim), prior_revision: req.head_revision, marker: g.marker, replayed: true };
@@ -215,19 +221,19 @@ export async function updateClaim(em: Em, accountId: string, claimId: string, re
       `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
          successor_revision, reason, request_hash, valid_from, valid_to, marker, created_at)
        values (?, ?, ?, 'UPDATE', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [claim.id, seq, accountId, claim.content, req.content, claim.head_revision, head, req.reason, hash, claim.valid_from, now!.now, marker, now!.now],
+      [claim.id, seq, reach.accountId, claim.content, req.content, claim.head_revision, head, req.reason, hash, claim.valid_from, now!.now, marker, now!.now],
     );
     await clearConflicts(tx, claim);
-    const updated = await findClaim(tx, accountId, claim.id);
+    const updated = await findClaim(tx, reach, claim.id);
     return { schemaVersion: 'service-memory-claim-update-v1' as const, claim: claimRecord(updated), prior_revision: claim.head_revision, marker, replayed: false };
   });
 }
 
 /** DELETE: withdraws the claim (not eligible, valid_to set); history keeps every version. */
-export async function withdrawClaim(em: Em, accountId: string, claimId: string, req: { head_revision: string; reason: string }) {
+export async function withdrawClaim(em: Em, reach: Reach, claimId: string, req: { head_revision: string; reason: string }) {
   const hash = requestHash('DELETE', null, req.reason);
   return em.transactional(async (tx) => {
-    const claim = await findClaim(tx, accountId, claimId, true);
+    const claim = await findClaim(tx, reach, claimId, true);
     const g = await guard(tx, claim, req.head_revision, 'DELETE', hash);
     const receipt = (head: string, validTo: Date, marker: string, replayed: boolean) => ({
       schemaVersion: 'service-memory-claim-delete-v1' as const,
@@ -257,7 +263,7 @@ export async function withdrawClaim(em: Em, accountId: string, claimId: string, 
       `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
          successor_revision, reason, request_hash, valid_from, valid_to, marker, created_at)
        values (?, ?, ?, 'DELETE', ?, null, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [claim.id, seq, accountId, claim.content, claim.head_revision, head, req.reason, hash, claim.valid_from, now!.now, marker, now!.now],
+      [claim.id, seq, reach.accountId, claim.content, claim.head_revision, head, req.reason, hash, claim.valid_from, now!.now, marker, now!.now],
     );
     await clearConflicts(tx, claim);
     return receipt(head, now!.now, marker, false);
@@ -271,8 +277,8 @@ type FullHistoryRow = HistoryRow & { prior_content: string | null; successor_con
  * (valid from its start until this change); `successor` is the version that began (ADD: at the
  * message time; UPDATE: at the correction).
  */
-export async function claimHistory(em: Em, accountId: string, claimId: string) {
-  const claim = await findClaim(em, accountId, claimId);
+export async function claimHistory(em: Em, reach: Reach, claimId: string) {
+  const claim = await findClaim(em, reach, claimId);
   const rows = await sql<FullHistoryRow>(
     em,
     `select seq, event, prior_content, successor_content, prior_revision, successor_revision, reason, request_hash, valid_from,

@@ -1,4 +1,6 @@
+import type { Reach } from '../auth/principal.ts';
 import type { Claim } from '../contracts/memory.ts';
+import { audienceCondition } from '../db/sql.ts';
 import { sentenceSpans } from '../ingest/extract/sentences.ts';
 import type { Boundary } from '../retrieval/boundary.ts';
 import { retrieve } from '../retrieval/retrieve.ts';
@@ -30,10 +32,13 @@ function conflictsOf(claims: Claim[]): Conflict[] {
   return claims.filter((c) => c.conflicts_with.length).map((c) => ({ claim_id: c.id, conflicts_with: c.conflicts_with }));
 }
 
-/** Available messages, of the peer and/or the session when given. */
-function messageFilters(where: { peerId?: string; sessionId?: string }): { filters: string[]; params: unknown[] } {
-  const filters = ['m.available'];
-  const params: unknown[] = [];
+type MessageWhere = { audiences: Reach['audiences']; peerId?: string; sessionId?: string };
+
+/** Available messages inside the key's audiences, of the peer and/or the session when given. */
+function messageFilters(where: MessageWhere): { filters: string[]; params: unknown[] } {
+  const inReach = audienceCondition('m.audience', where.audiences);
+  const filters = [`m.available${inReach.sql}`];
+  const params: unknown[] = [...inReach.params];
   if (where.peerId) {
     filters.push('m.peer_id = ?');
     params.push(where.peerId);
@@ -45,7 +50,7 @@ function messageFilters(where: { peerId?: string; sessionId?: string }): { filte
   return { filters, params };
 }
 
-async function recentMessages(tx: Em, where: { peerId?: string; sessionId?: string }, limit = RECENT_MESSAGES) {
+async function recentMessages(tx: Em, where: MessageWhere, limit = RECENT_MESSAGES) {
   const { filters, params } = messageFilters(where);
   const rows = await sql<MessageRow>(
     tx,
@@ -147,10 +152,11 @@ async function peerSessions(tx: Em, peerId: string): Promise<string[]> {
  * Memory of the given sessions ranked against the query by the query operation's retrieval (accuracy),
  * with the claims and messages it returned as records.
  */
-async function rankMemory(tx: Em, index: SearchIndex | undefined, accountId: string, sessionIds: string[], query: string, limit: number): Promise<Ranked> {
+async function rankMemory(tx: Em, index: SearchIndex | undefined, reach: Reach, sessionIds: string[], query: string, limit: number): Promise<Ranked> {
   if (!sessionIds.length) return { claims: [], messages: [], evidence: [] };
   const boundary: Boundary = {
-    accountId, audiences: null, includeSources: false, includeMemory: true, sourceIds: null, peerIds: null, sessionIds, agentId: null,
+    accountId: reach.accountId, audiences: reach.audiences ? [...reach.audiences] : null, includeSources: false, includeMemory: true,
+    sourceIds: null, peerIds: null, sessionIds, agentId: null,
   };
   const ranked = (await retrieve(tx, boundary, query, 'accuracy', index ? { index } : {})).ranked.slice(0, limit);
   const claimIds = ranked.filter((e) => e.kind === 'claim').map((e) => e.ref.id);
@@ -165,48 +171,48 @@ async function rankMemory(tx: Em, index: SearchIndex | undefined, accountId: str
 }
 
 /** POST peers/{peer}/ask: evidence for a question, each item cited to an exact message span. */
-export async function askPeer(em: Em, index: SearchIndex | undefined, accountId: string, peerLabel: string, req: { query: string; session_id?: string; limit: number }) {
+export async function askPeer(em: Em, index: SearchIndex | undefined, reach: Reach, peerLabel: string, req: { query: string; session_id?: string; limit: number }) {
   return snapshot(em, async (tx) => {
-    const peer = await requireLabel(tx, accountId, 'peer', peerLabel);
-    const session = req.session_id ? await requireLabel(tx, accountId, 'session', req.session_id) : null;
+    const peer = await requireLabel(tx, reach, 'peer', peerLabel);
+    const session = req.session_id ? await requireLabel(tx, reach, 'session', req.session_id) : null;
     const sessions = session ? [session.id] : await peerSessions(tx, peer.id);
-    const r = await rankMemory(tx, index, accountId, sessions, req.query, req.limit);
+    const r = await rankMemory(tx, index, reach, sessions, req.query, req.limit);
     return contextResponse(peer, session, req.query, r.claims, r.messages, r.evidence);
   });
 }
 
 /** GET peers/{peer}/context: with q, ranked memory; without, the peer's current claims and recent messages. */
-export async function peerContext(em: Em, index: SearchIndex | undefined, accountId: string, peerLabel: string, opts: { session?: string; q?: string }) {
+export async function peerContext(em: Em, index: SearchIndex | undefined, reach: Reach, peerLabel: string, opts: { session?: string; q?: string }) {
   return snapshot(em, async (tx) => {
-    const peer = await requireLabel(tx, accountId, 'peer', peerLabel);
-    const session = opts.session ? await requireLabel(tx, accountId, 'session', opts.session) : null;
+    const peer = await requireLabel(tx, reach, 'peer', peerLabel);
+    const session = opts.session ? await requireLabel(tx, reach, 'session', opts.session) : null;
     if (opts.q) {
-      const r = await rankMemory(tx, index, accountId, session ? [session.id] : await peerSessions(tx, peer.id), opts.q, CONTEXT_RANKED);
+      const r = await rankMemory(tx, index, reach, session ? [session.id] : await peerSessions(tx, peer.id), opts.q, CONTEXT_RANKED);
       return contextResponse(peer, session, opts.q, r.claims, r.messages, r.evidence);
     }
     const claims = await peerClaims(tx, peer.id, ['current'], true, CONTEXT_CLAIMS);
-    return contextResponse(peer, session, null, claims, await recentMessages(tx, { peerId: peer.id, sessionId: session?.id }), []);
+    return contextResponse(peer, session, null, claims, await recentMessages(tx, { audiences: reach.audiences, peerId: peer.id, sessionId: session?.id }), []);
   });
 }
 
 /** GET sessions/{s}/context?peer=: the session's recent conversation with the peer's current claims. */
-export async function sessionContext(em: Em, index: SearchIndex | undefined, accountId: string, sessionLabel: string, opts: { peer: string; q?: string }) {
+export async function sessionContext(em: Em, index: SearchIndex | undefined, reach: Reach, sessionLabel: string, opts: { peer: string; q?: string }) {
   return snapshot(em, async (tx) => {
-    const session = await requireLabel(tx, accountId, 'session', sessionLabel);
-    const peer = await requireLabel(tx, accountId, 'peer', opts.peer);
+    const session = await requireLabel(tx, reach, 'session', sessionLabel);
+    const peer = await requireLabel(tx, reach, 'peer', opts.peer);
     if (opts.q) {
-      const r = await rankMemory(tx, index, accountId, [session.id], opts.q, CONTEXT_RANKED);
+      const r = await rankMemory(tx, index, reach, [session.id], opts.q, CONTEXT_RANKED);
       return contextResponse(peer, session, opts.q, r.claims, r.messages, r.evidence);
     }
     const claims = await peerClaims(tx, peer.id, ['current'], true, CONTEXT_CLAIMS);
-    return contextResponse(peer, session, null, claims, await recentMessages(tx, { sessionId: session.id }), []);
+    return contextResponse(peer, session, null, claims, await recentMessages(tx, { audiences: reach.audiences, sessionId: session.id }), []);
   });
 }
 
 /** POST peers/{peer}/representation: every current claim of the peer, plus proposals awaiting review. */
-export async function peerRepresentation(em: Em, accountId: string, peerLabel: string) {
+export async function peerRepresentation(em: Em, reach: Reach, peerLabel: string) {
   return snapshot(em, async (tx) => {
-    const peer = await requireLabel(tx, accountId, 'peer', peerLabel);
+    const peer = await requireLabel(tx, reach, 'peer', peerLabel);
     const current = (await peerClaims(tx, peer.id, ['current'], false, 1000)).map(claimRecord);
     const pending = (await peerClaims(tx, peer.id, ['pending_review'], false, 200)).map(claimRecord);
     const conflicts = conflictsOf(current);

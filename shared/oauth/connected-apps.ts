@@ -59,6 +59,27 @@ export async function authorizeConnectedApp(
   return toApp(row!);
 }
 
+/**
+ * The user's consent given (or changed) in the console: the application gets exactly these scopes. An
+ * external identity provider's application waits with no scopes until this (shared/oauth/external.ts).
+ * Another account's, a revoked or an unknown id is 404.
+ */
+export async function setConnectedAppScopes(
+  em: EntityManager,
+  accountId: string,
+  id: string,
+  scopes: readonly ConnectedAppScope[],
+): Promise<ConnectedApp> {
+  const [row] = await bound<Row>(
+    em,
+    `update oauth_connected_app set scopes = ?::text[], authorized_at = now()
+      where id = ? and account_id = ? and revoked_at is null returning ${COLUMNS}`,
+    [[...scopes], id, accountId],
+  );
+  if (!row) throw notFound('No such connected application.');
+  return toApp(row);
+}
+
 /** Active connected applications of an account, most recently authorized first. */
 export async function listConnectedApps(em: EntityManager, accountId: string): Promise<ConnectedApp[]> {
   const rows = await bound<Row>(

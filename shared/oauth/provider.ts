@@ -3,6 +3,7 @@ import Provider, { errors, type Configuration } from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Orm } from '../db/orm.ts';
 import { bound } from '../db/sql.ts';
+import { safeFetch } from '../ingest/safe-fetch.ts';
 import { PostgresOauthAdapter } from './adapter.ts';
 import { loadOauthSecrets } from './secrets.ts';
 
@@ -20,6 +21,20 @@ export const GRANT_TYPES = ['authorization_code', 'refresh_token'];
 
 /** Both addresses of the MCP endpoint are one protected resource; tokens name one of them. */
 export const mcpResources = (config: Pick<Config, 'mcp'>) => [config.mcp.publicUrl, config.mcp.apiMountUrl];
+
+/**
+ * Every URL the authorization server fetches (a registering client's sector_identifier_uri, a client's
+ * jwks_uri or metadata document) goes through the ingest's SSRF-safe fetch: the host is resolved once,
+ * every address is checked before any connection (public addresses only: never loopback, private or
+ * link-local, whatever a name resolves to), redirects are checked hop by hop, and size and time are
+ * bounded. oidc-provider's own guard only drops a special-use address after connecting, which let
+ * registration probe internal hosts and ports.
+ */
+export async function providerFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  if (input instanceof Request || (init?.method ?? 'GET') !== 'GET') throw new Error('the authorization server fetches only with GET');
+  const res = await safeFetch(input, { policy: { allowlist: [] }, maxBytes: 256 * 1024, timeoutMs: 2500, userAgent: 'CairnOAuth/1.0' });
+  return new Response(new Uint8Array(res.bytes), { status: res.status, headers: res.contentType ? { 'content-type': res.contentType } : {} });
+}
 
 async function findActiveAccount(em: EntityManager, id: string) {
   if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
@@ -45,7 +60,7 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
   const secure = config.publicBaseUrl.startsWith('https:');
 
   const configuration: Configuration = {
-    adapter: (name: string) => new PostgresOauthAdapter(orm, name),
+    adapter: (name: string) => new PostgresOauthAdapter(orm, name, { unusedClientTtlSeconds: config.oauth.unusedClientTtlSeconds }),
     jwks: secrets.jwks as Configuration['jwks'],
     cookies: {
       keys: secrets.cookieKeys,
@@ -71,7 +86,10 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
     },
     features: {
       devInteractions: { enabled: false },
-      registration: { enabled: true },
+      // Open registration (RFC 7591), limited per client address (api/oauth/provider-routes.ts); unused
+      // registrations expire (adapter.ts). No registration access token: without registration management
+      // it could only read the registration back, and it would outlive it.
+      registration: { enabled: true, issueRegistrationAccessToken: false },
       // RFC 7009: a client may revoke only tokens issued to itself.
       revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
       userinfo: { enabled: true },
@@ -91,6 +109,7 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
         },
       },
     },
+    fetch: providerFetch,
     pkce: { required: () => true },
     interactions: { url: async (_ctx, interaction) => interactionPath(interaction.uid) },
     // Refresh tokens for every client that registered the refresh_token grant, without requiring the

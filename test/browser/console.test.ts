@@ -301,6 +301,18 @@ describe('the console in Chromium', () => {
     expect(tab.foreign.filter((u) => !u.startsWith(oauth.redirectUrl))).toEqual([]);
   });
 
+  it("allows an external identity provider's application that waits for the user's approval", async () => {
+    // What shared/oauth/external.ts records when such an application's first token arrives.
+    await sql.query(`insert into oauth_connected_app (id, account_id, client_id, client_name, scopes) values (gen_random_uuid(), $1, 'ext-notes', null, '{}')`, [alice.id]);
+    const { page } = tab;
+    await page.goto('/apps');
+    await page.getByRole('heading', { name: 'Waiting for your approval' }).waitFor();
+    await page.getByRole('button', { name: 'Allow ext-notes' }).click();
+    await page.getByText('Allowed ext-notes.').waitFor();
+    await page.getByRole('row', { name: /ext-notes/ }).waitFor();
+    expect(await sql.query(`select scopes from oauth_connected_app where client_id = 'ext-notes'`)).toEqual([{ scopes: ['memory.read'] }]);
+  });
+
   it('deletes an account only after the exact email is typed', async () => {
     const bob = await createTestAccount(db.orm);
     const own = await openConsole(browser, stack.baseUrl);

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -125,6 +125,19 @@ describe('npm start', () => {
     expect((await fetch(`http://127.0.0.1:${ports.MCP_PORT}/healthz`)).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${ports.TEMPORAL_UI_PORT}/`)).status).toBe(200);
     expect(first.output()).toContain(`Temporal UI    http://127.0.0.1:${ports.TEMPORAL_UI_PORT}`);
+
+    // The generated password is in a file only its owner can read, never on the terminal.
+    const file = path.join(dataDir, 'local-account.txt');
+    expect(first.output()).toContain(`its password is in ${file} (readable only by you)`);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    const password = /password\s+(\S+)/.exec(await readFile(file, 'utf8'))![1]!;
+    expect(first.output()).not.toContain(password);
+    const login = await fetch(`${base}/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-service-csrf': '1', origin: base },
+      body: JSON.stringify({ email: 'owner@cairn.local', password }),
+    });
+    expect(login.status).toBe(200);
 
     // The operator command reaches the running service's database and Temporal.
     const check = spawnSync(process.execPath, [path.resolve('cli/admin.ts'), 'selfcheck'], {

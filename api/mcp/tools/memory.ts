@@ -7,14 +7,13 @@ import { peerRepresentation } from '../../../shared/memory/context.ts';
 import { eventStatus, getEvent, queueStatus, requestDeletion } from '../../../shared/memory/events.ts';
 import { labelRecord, upsertLabel } from '../../../shared/memory/labels.ts';
 import { addMessages } from '../../../shared/memory/messages.ts';
-import { defineTool, type McpTool, type ToolContext } from './registry.ts';
+import { defineTool, type McpTool } from './registry.ts';
 
 // The 13 native-memory tools of spec 4.6: thin adapters over the same domain functions as the REST
 // routes of 4.5 (shared/memory). The workspace is always `default`. Scopes are checked by the registry.
 
 const READ = ['memory.read'] as const;
 const WRITE = ['memory.write'] as const;
-const account = (ctx: ToolContext) => ctx.principal.accountId;
 
 const peerId = Label.describe('The peer label: who the memory is about (for example a user id of your application).');
 const sessionId = Label.describe('The session label: one conversation thread.');
@@ -28,7 +27,7 @@ const createPeer = defineTool({
   input: z.strictObject({ peer_id: peerId }),
   scopes: WRITE,
   annotations: { readOnlyHint: false, idempotentHint: true },
-  run: async (ctx, input) => ({ data: labelRecord('peer', await upsertLabel(ctx.em, account(ctx), 'peer', input.peer_id)) }),
+  run: async (ctx, input) => ({ data: labelRecord('peer', await upsertLabel(ctx.em, ctx.principal, 'peer', input.peer_id)) }),
 });
 
 const createSession = defineTool({
@@ -38,7 +37,7 @@ const createSession = defineTool({
   input: z.strictObject({ session_id: sessionId }),
   scopes: WRITE,
   annotations: { readOnlyHint: false, idempotentHint: true },
-  run: async (ctx, input) => ({ data: labelRecord('session', await upsertLabel(ctx.em, account(ctx), 'session', input.session_id)) }),
+  run: async (ctx, input) => ({ data: labelRecord('session', await upsertLabel(ctx.em, ctx.principal, 'session', input.session_id)) }),
 });
 
 const addMessagesTool = defineTool({
@@ -52,7 +51,7 @@ const addMessagesTool = defineTool({
   scopes: WRITE,
   annotations: { readOnlyHint: false },
   run: async (ctx, { session_id, ...body }) => {
-    const receipt = await addMessages(ctx.em, account(ctx), session_id, body, ctx.principal.audiences?.[0] ?? null);
+    const receipt = await addMessages(ctx.em, ctx.principal, session_id, body);
     return { data: receipt, text: `Accepted: event_id ${receipt.event_id} (status processing). ${POLL}` };
   },
 });
@@ -65,7 +64,7 @@ const getRepresentation = defineTool({
   scopes: READ,
   annotations: { readOnlyHint: true },
   run: async (ctx, input) => {
-    const r = await peerRepresentation(ctx.em, account(ctx), input.peer_id);
+    const r = await peerRepresentation(ctx.em, ctx.principal, input.peer_id);
     return { data: r, text: r.text };
   },
 });
@@ -78,7 +77,7 @@ const listClaimsTool = defineTool({
   input: ClaimsListRequest.extend({}),
   scopes: READ,
   annotations: { readOnlyHint: true },
-  run: async (ctx, input) => ({ data: await listClaims(ctx.em, account(ctx), input) }),
+  run: async (ctx, input) => ({ data: await listClaims(ctx.em, ctx.principal, input) }),
 });
 
 const getClaimTool = defineTool({
@@ -88,7 +87,7 @@ const getClaimTool = defineTool({
   input: z.strictObject({ claim_id: claimId }),
   scopes: READ,
   annotations: { readOnlyHint: true },
-  run: async (ctx, input) => ({ data: await getClaim(ctx.em, account(ctx), input.claim_id) }),
+  run: async (ctx, input) => ({ data: await getClaim(ctx.em, ctx.principal, input.claim_id) }),
 });
 
 const historyTool = defineTool({
@@ -98,7 +97,7 @@ const historyTool = defineTool({
   input: z.strictObject({ claim_id: claimId }),
   scopes: READ,
   annotations: { readOnlyHint: true },
-  run: async (ctx, input) => ({ data: await claimHistory(ctx.em, account(ctx), input.claim_id) }),
+  run: async (ctx, input) => ({ data: await claimHistory(ctx.em, ctx.principal, input.claim_id) }),
 });
 
 const updateClaimTool = defineTool({
@@ -110,7 +109,7 @@ const updateClaimTool = defineTool({
   input: ClaimUpdateRequest.extend({ claim_id: claimId }),
   scopes: WRITE,
   annotations: { readOnlyHint: false, idempotentHint: true },
-  run: async (ctx, { claim_id, ...body }) => ({ data: await updateClaim(ctx.em, account(ctx), claim_id, body) }),
+  run: async (ctx, { claim_id, ...body }) => ({ data: await updateClaim(ctx.em, ctx.principal, claim_id, body) }),
 });
 
 const deleteClaimTool = defineTool({
@@ -120,7 +119,7 @@ const deleteClaimTool = defineTool({
   input: ClaimDeleteRequest.extend({ claim_id: claimId }),
   scopes: WRITE,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
-  run: async (ctx, { claim_id, ...body }) => ({ data: await withdrawClaim(ctx.em, account(ctx), claim_id, body) }),
+  run: async (ctx, { claim_id, ...body }) => ({ data: await withdrawClaim(ctx.em, ctx.principal, claim_id, body) }),
 });
 
 const eventStatusTool = defineTool({
@@ -131,7 +130,7 @@ const eventStatusTool = defineTool({
   scopes: READ,
   annotations: { readOnlyHint: true },
   run: async (ctx, input) => {
-    const s = eventStatus(await getEvent(ctx.em, account(ctx), input.event_id));
+    const s = eventStatus(await getEvent(ctx.em, ctx.principal, input.event_id));
     return { data: s, text: `Event ${s.event_id}: ${s.status}${s.failure ? ` (${s.failure.message})` : ''}.` };
   },
 });
@@ -143,7 +142,7 @@ const queueStatusTool = defineTool({
   input: z.strictObject({}),
   scopes: READ,
   annotations: { readOnlyHint: true },
-  run: async (ctx) => ({ data: await queueStatus(ctx.em, account(ctx)) }),
+  run: async (ctx) => ({ data: await queueStatus(ctx.em, ctx.principal) }),
 });
 
 const deletionTool = (kind: 'peer' | 'session') =>
@@ -158,7 +157,7 @@ const deletionTool = (kind: 'peer' | 'session') =>
     scopes: WRITE,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     run: async (ctx, input) => {
-      const s = eventStatus(await requestDeletion(ctx.em, account(ctx), kind, input[`${kind}_id`] as string));
+      const s = eventStatus(await requestDeletion(ctx.em, ctx.principal, kind, input[`${kind}_id`] as string));
       return { data: s, text: `Deletion accepted: event_id ${s.event_id} (status ${s.status}). ${POLL}` };
     },
   });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { QueryMode, QueryRequest, type QueryResult } from '../../../shared/contracts/query.ts';
 import { validationError } from '../../../shared/errors.ts';
+import { fragmentBlock } from '../../../shared/query/result.ts';
 import { runQuery } from '../../../shared/query/run.ts';
 import { queryDeps } from '../../routes/query/index.ts';
 import { defineTool } from './registry.ts';
@@ -19,12 +20,12 @@ const input = z.strictObject({
     .describe('Optional replay key (8 to 160 characters). Send the same key to retry the same call without spending twice; a fresh one is made when omitted.'),
 });
 
-/** The text form a model reads: the answer (if any), then the context or the evidence. */
+/** The text form a model reads: the answer (if any), then the context or the evidence, in the context's format. */
 function forModel(r: QueryResult): string {
   const parts: string[] = [];
   if (r.answer) parts.push(`Answer (${r.answer.disposition}): ${r.answer.sentences.map((s) => `${s.text} [${s.citations.join('] [')}]`).join(' ') || 'no supported answer in the evidence.'}`);
   if (r.context) parts.push(r.context.text);
-  else parts.push(r.evidence.map((e) => `[${e.citationHandle}] ${e.text}`).join('\n\n') || 'No evidence found.');
+  else parts.push(r.evidence.map((e) => fragmentBlock(e.citationHandle, null, e.text)).join('\n\n') || 'No evidence found.');
   if (r.conflicts.length) parts.push(`Conflicts: ${r.conflicts.map((c) => `${c.topic} (${c.citationHandles.join(', ')})`).join('; ')}`);
   if (r.gaps.length) parts.push(`Gaps: ${r.gaps.map((g) => g.message).join(' ')}`);
   return parts.join('\n\n');

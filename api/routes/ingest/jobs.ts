@@ -21,7 +21,7 @@ export const ingestJobRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const page = await listJobs(request.em, principalOf(request).accountId, request.query);
+      const page = await listJobs(request.em, principalOf(request), request.query);
       return { schemaVersion: 'service-ingest-job-list-v1' as const, jobs: page.jobs.map(publicJob), pagination: page.pagination };
     },
   );
@@ -38,7 +38,7 @@ export const ingestJobRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const job = await getJob(request.em, principalOf(request).accountId, request.params.jobId);
+      const job = await getJob(request.em, principalOf(request), request.params.jobId);
       return { schemaVersion: 'service-ingest-job-v1' as const, job: publicJob(job) };
     },
   );

@@ -104,7 +104,7 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; tempora
     },
     async (request, reply) => {
       const r = await requestSourceDeletion(
-        request.em, temporal.client, config.temporal.taskQueue, principalOf(request).accountId, request.params.sourceId,
+        request.em, temporal.client, config.temporal.taskQueue, principalOf(request), request.params.sourceId,
       );
       return reply
         .code(r.created ? 202 : 200)

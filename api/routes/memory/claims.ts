@@ -17,7 +17,7 @@ export const memoryClaimRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
       tags, summary: 'List claims (current by default), newest first', params: WorkspaceParams, body: ClaimsListRequest.nullish(),
       response: { 200: PageClaim, ...errors },
     },
-  }, async (request) => listClaims(request.em, principalOf(request).accountId, request.body ?? ClaimsListRequest.parse({})));
+  }, async (request) => listClaims(request.em, principalOf(request), request.body ?? ClaimsListRequest.parse({})));
 
   app.post('/v1/workspaces/:ws/claims/query', {
     config: { auth: MEMORY_READ },
@@ -25,14 +25,14 @@ export const memoryClaimRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
       tags, summary: 'Ranked search over one peer\'s current claims', params: WorkspaceParams, body: ClaimsQueryRequest,
       response: { 200: PageClaim, ...errors },
     },
-  }, async (request) => queryClaims(request.em, principalOf(request).accountId, request.body));
+  }, async (request) => queryClaims(request.em, principalOf(request), request.body));
 
   app.get('/v1/workspaces/:ws/claims/:id', {
     config: { auth: MEMORY_READ },
     schema: { tags, summary: 'Read a claim', params: ClaimParams, response: { 200: ClaimResponse, ...errors } },
   }, async (request) => ({
     schemaVersion: 'service-memory-claim-v1' as const,
-    ...(await getClaim(request.em, principalOf(request).accountId, request.params.id)),
+    ...(await getClaim(request.em, principalOf(request), request.params.id)),
   }));
 
   app.put('/v1/workspaces/:ws/claims/:id', {
@@ -44,7 +44,7 @@ export const memoryClaimRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
       body: ClaimUpdateRequest,
       response: { 200: ClaimUpdateResult, ...errors },
     },
-  }, async (request) => updateClaim(request.em, principalOf(request).accountId, request.params.id, request.body));
+  }, async (request) => updateClaim(request.em, principalOf(request), request.params.id, request.body));
 
   app.delete('/v1/workspaces/:ws/claims/:id', {
     config: { auth: MEMORY_WRITE },
@@ -52,10 +52,10 @@ export const memoryClaimRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
       tags, summary: 'Withdraw a claim (guarded by head_revision); history is kept', params: ClaimParams, body: ClaimDeleteRequest,
       response: { 200: ClaimDeleteReceipt, ...errors },
     },
-  }, async (request) => withdrawClaim(request.em, principalOf(request).accountId, request.params.id, request.body));
+  }, async (request) => withdrawClaim(request.em, principalOf(request), request.params.id, request.body));
 
   app.get('/v1/workspaces/:ws/claims/:id/history', {
     config: { auth: MEMORY_READ },
     schema: { tags, summary: 'Every version of a claim: ADD, UPDATE and DELETE entries', params: ClaimParams, response: { 200: ClaimHistoryResponse, ...errors } },
-  }, async (request) => claimHistory(request.em, principalOf(request).accountId, request.params.id));
+  }, async (request) => claimHistory(request.em, principalOf(request), request.params.id));
 };

@@ -21,13 +21,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       body: MessagesCreateRequest,
       response: { 200: MessagesCreateReceipt, ...errors },
     },
-  }, async (request) => addMessages(
-    request.em,
-    principalOf(request).accountId,
-    request.params.s,
-    request.body,
-    principalOf(request).audiences?.[0] ?? null,
-  ));
+  }, async (request) => addMessages(request.em, principalOf(request), request.params.s, request.body));
 
   app.post('/v1/workspaces/:ws/sessions/:s/messages/list', {
     config: { auth: MEMORY_READ },
@@ -35,7 +29,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       tags, summary: 'List the session\'s messages in conversation order (those whose event succeeded)', params: SessionParams,
       body: PageRequest.nullish(), response: { 200: PageMessage, ...errors },
     },
-  }, async (request) => listMessages(request.em, principalOf(request).accountId, request.params.s, request.body ?? { limit: 20 }));
+  }, async (request) => listMessages(request.em, principalOf(request), request.params.s, request.body ?? { limit: 20 }));
 
   app.get('/v1/workspaces/:ws/sessions/:s/context', {
     config: { auth: MEMORY_READ },
@@ -43,7 +37,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       tags, summary: 'Session context for a peer: recent conversation and the peer\'s current claims', params: SessionParams,
       querystring: SessionContextQuery, response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => sessionContext(request.em, searchIndex, principalOf(request).accountId, request.params.s, request.query));
+  }, async (request) => sessionContext(request.em, searchIndex, principalOf(request), request.params.s, request.query));
 
   app.post('/v1/workspaces/:ws/peers/:peer/ask', {
     config: { auth: MEMORY_READ },
@@ -51,7 +45,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       tags, summary: 'Ask about a peer: span-cited evidence, or status insufficient_evidence', params: PeerParams, body: AskRequest,
       response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => askPeer(request.em, searchIndex, principalOf(request).accountId, request.params.peer, request.body));
+  }, async (request) => askPeer(request.em, searchIndex, principalOf(request), request.params.peer, request.body));
 
   app.get('/v1/workspaces/:ws/peers/:peer/context', {
     config: { auth: MEMORY_READ },
@@ -59,7 +53,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       tags, summary: 'Assembled context about a peer (fail-closed)', params: PeerParams, querystring: ContextQuery,
       response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => peerContext(request.em, searchIndex, principalOf(request).accountId, request.params.peer, request.query));
+  }, async (request) => peerContext(request.em, searchIndex, principalOf(request), request.params.peer, request.query));
 
   app.post('/v1/workspaces/:ws/peers/:peer/representation', {
     config: { auth: MEMORY_READ },
@@ -67,5 +61,5 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       tags, summary: 'Every current claim of a peer (and proposals awaiting review)', params: PeerParams,
       response: { 200: RepresentationResponse, ...errors },
     },
-  }, async (request) => peerRepresentation(request.em, principalOf(request).accountId, request.params.peer));
+  }, async (request) => peerRepresentation(request.em, principalOf(request), request.params.peer));
 };

@@ -11,10 +11,10 @@ export const memoryEventRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
   app.get('/v1/workspaces/:ws/events/:id', {
     config: { auth: MEMORY_READ },
     schema: { tags, summary: 'Poll a memory event', params: EventParams, response: { 200: EventStatus, ...errors } },
-  }, async (request) => eventStatus(await getEvent(request.em, principalOf(request).accountId, request.params.id)));
+  }, async (request) => eventStatus(await getEvent(request.em, principalOf(request), request.params.id)));
 
   app.get('/v1/workspaces/:ws/queue/status', {
     config: { auth: MEMORY_READ },
     schema: { tags, summary: 'Memory event counts by status', params: WorkspaceParams, response: { 200: QueueStatus, ...errors } },
-  }, async (request) => queueStatus(request.em, principalOf(request).accountId));
+  }, async (request) => queueStatus(request.em, principalOf(request)));
 };

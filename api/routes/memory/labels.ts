@@ -36,7 +36,7 @@ export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
     app.post(`/v1/workspaces/:ws/${plural}`, {
       config: { auth: MEMORY_WRITE },
       schema: { tags, summary: `Get or create a ${kind} by label`, params: WorkspaceParams, body: LabelUpsertRequest, response: { 200: Record, ...errors } },
-    }, async (request) => labelRecord(kind, await upsertLabel(request.em, principalOf(request).accountId, kind, request.body.id)));
+    }, async (request) => labelRecord(kind, await upsertLabel(request.em, principalOf(request), kind, request.body.id)));
 
     app.post(`/v1/workspaces/:ws/${plural}/list`, {
       config: { auth: MEMORY_READ },
@@ -44,12 +44,12 @@ export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
         tags, summary: `List ${plural} in label order (cursor pages)`, params: WorkspaceParams, body: PageRequest.nullish(),
         response: { 200: kind === 'peer' ? PagePeer : PageSession, ...errors },
       },
-    }, async (request) => listLabels(request.em, principalOf(request).accountId, kind, request.body ?? { limit: 20 }));
+    }, async (request) => listLabels(request.em, principalOf(request), kind, request.body ?? { limit: 20 }));
 
     app.get(`/v1/workspaces/:ws/${plural}/${one}`, {
       config: { auth: MEMORY_READ },
       schema: { tags, summary: `Read a ${kind}`, params: Params, response: { 200: Record, ...errors } },
-    }, async (request) => labelRecord(kind, await requireLabel(request.em, principalOf(request).accountId, kind, labelOf(request.params))));
+    }, async (request) => labelRecord(kind, await requireLabel(request.em, principalOf(request), kind, labelOf(request.params))));
 
     app.delete(`/v1/workspaces/:ws/${plural}/${one}`, {
       config: { auth: MEMORY_WRITE },
@@ -60,7 +60,7 @@ export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
         response: { 202: EventStatus, ...errors },
       },
     }, async (request, reply) => {
-      const ev = await requestDeletion(request.em, principalOf(request).accountId, kind, labelOf(request.params));
+      const ev = await requestDeletion(request.em, principalOf(request), kind, labelOf(request.params));
       return reply.code(202).send(eventStatus(ev));
     });
   }

@@ -20,6 +20,10 @@ import { Migration0019MemoryFillfactor } from './0019-memory-fillfactor.ts';
 import { Migration0020ClaimConflictsOneWay } from './0020-claim-conflicts-one-way.ts';
 import { Migration0021RecordForeignKeys } from './0021-record-foreign-keys.ts';
 import { Migration0022SearchStatistics } from './0022-search-statistics.ts';
+import { Migration0023AudienceBoundaries } from './0023-audience-boundaries.ts';
+import { Migration0024LoginThrottle } from './0024-login-throttle.ts';
+import { Migration0025ExternalIdentities } from './0025-external-identities.ts';
+import { Migration0026OauthClientExpiry } from './0026-oauth-client-expiry.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -50,4 +54,8 @@ export const migrationsList = [
   { name: '0020-claim-conflicts-one-way', class: Migration0020ClaimConflictsOneWay },
   { name: '0021-record-foreign-keys', class: Migration0021RecordForeignKeys },
   { name: '0022-search-statistics', class: Migration0022SearchStatistics },
+  { name: '0023-audience-boundaries', class: Migration0023AudienceBoundaries },
+  { name: '0024-login-throttle', class: Migration0024LoginThrottle },
+  { name: '0025-external-identities', class: Migration0025ExternalIdentities },
+  { name: '0026-oauth-client-expiry', class: Migration0026OauthClientExpiry },
 ];

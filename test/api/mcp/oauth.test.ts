@@ -18,7 +18,7 @@ import {
 } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';
-import { Browser, MemoryOAuthClient } from '../../helpers/oauth-client.ts';
+import { Browser, connectWithOauth, consent, MemoryOAuthClient } from '../../helpers/oauth-client.ts';
 import { testTemporalClient } from '../../helpers/services.ts';
 
 // MCP OAuth (spec 5): the MCP SDK client's own OAuth flow against the built-in authorization server,
@@ -26,7 +26,7 @@ import { testTemporalClient } from '../../helpers/services.ts';
 // authorization with the signed-in session, PKCE S256, token, refresh, revocation on the next request,
 // effective scopes from the connected application.
 
-const tool = (name: string, scope: 'memory.read' | 'memory.write') =>
+const tool = (name: string, scope: 'memory.read' | 'memory.write' | 'query') =>
   defineTool({
     name,
     title: name,
@@ -36,7 +36,7 @@ const tool = (name: string, scope: 'memory.read' | 'memory.write') =>
     annotations: { readOnlyHint: scope === 'memory.read' },
     run: async (ctx) => ({ data: { account: ctx.principal.email, kind: ctx.principal.kind, scopes: [...ctx.principal.scopes] } }),
   });
-const TOOLS = [tool('read_probe', 'memory.read'), tool('write_probe', 'memory.write')] as unknown as McpTool[];
+const TOOLS = [tool('read_probe', 'memory.read'), tool('write_probe', 'memory.write'), tool('query_probe', 'query')] as unknown as McpTool[];
 
 let db: TestDatabase;
 let sql: Sql;
@@ -77,35 +77,9 @@ const recordingFetch: typeof fetch = async (input, init) => {
 const transportFor = (oauth: MemoryOAuthClient) =>
   new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { authProvider: oauth, fetch: recordingFetch });
 
-/** The browser part: open the authorization URL signed in, consent with the given scopes, return the code. */
-async function consent(browser: Browser, authorizationUrl: URL, scopes: string[]) {
-  const page = await browser.follow(authorizationUrl.href);
-  expect(page.status, page.text).toBe(200);
-  expect(page.text).toContain('Connect Test MCP client');
-  const action = /<form method="post" action="([^"]+)"/.exec(page.text)![1]!;
-  const done = await browser.request(action, { form: { scope: scopes } });
-  expect(done.status, done.text).toBe(303);
-  const callback = await browser.follow(done.location!);
-  expect(callback.status).toBe(303);
-  const url = new URL(callback.location!);
-  expect(url.origin + url.pathname).toBe('http://127.0.0.1:9/oauth/callback');
-  return url;
-}
-
-/** The whole first connection: 401 → discovery → registration → authorization → code → token. */
-async function connectWithOauth(scopes: string[], oauth = new MemoryOAuthClient(), cookie = aliceCookie) {
-  const first = new Client({ name: 'oauth-test', version: '1.0.0' });
-  const transport = transportFor(oauth);
-  await expect(first.connect(transport)).rejects.toThrow(/Unauthorized/i);
-  expect(oauth.info?.client_id, 'dynamic client registration').toBeTruthy();
-  expect(oauth.authorizationUrl).toBeDefined();
-  const callback = await consent(new Browser(stack.baseUrl, cookie), oauth.authorizationUrl!, scopes);
-  await transport.finishAuth(callback.searchParams.get('code')!);
-  expect(oauth.saved?.access_token).toBeTruthy();
-  const client = new Client({ name: 'oauth-test', version: '1.0.0' });
-  await client.connect(transportFor(oauth));
-  return { oauth, client };
-}
+/** The whole first connection, as alice unless another session is given, with every MCP response recorded. */
+const connect = (scopes: string[], oauth = new MemoryOAuthClient(), cookie = aliceCookie) =>
+  connectWithOauth({ mcpUrl: stack.mcpUrl, baseUrl: stack.baseUrl, cookie, scopes, oauth, fetch: recordingFetch });
 
 const mcpWithToken = async (token: string) => {
   const res = await fetch(stack.mcpUrl, {
@@ -126,7 +100,7 @@ const connectedApps = async (cookie = aliceCookie) => {
 
 describe('the full flow with the MCP SDK client', () => {
   it('registers, authorizes with the signed-in session, exchanges the code (PKCE S256) and calls tools with the chosen scopes', async () => {
-    const { oauth, client } = await connectWithOauth(['memory.read']);
+    const { oauth, client } = await connect(['memory.read']);
     const authUrl = oauth.authorizationUrl!;
     expect(authUrl.searchParams.get('code_challenge_method')).toBe('S256');
     expect(authUrl.searchParams.get('resource')).toBe(stack.mcpUrl);
@@ -136,10 +110,14 @@ describe('the full flow with the MCP SDK client', () => {
 
     const read = await client.callTool({ name: 'read_probe', arguments: {} });
     expect(read.isError).toBeFalsy();
-    expect(read.structuredContent).toEqual({ account: alice.email, kind: 'oauth', scopes: ['memory.read', 'query'] });
+    // Exactly the granted scope (spec 4.6, 5): memory.read carries no `query`.
+    expect(read.structuredContent).toEqual({ account: alice.email, kind: 'oauth', scopes: ['memory.read'] });
     const write = await client.callTool({ name: 'write_probe', arguments: {} });
     expect(write.isError).toBe(true);
     expect(write.structuredContent).toEqual({ error: { code: 'forbidden', message: expect.stringContaining('memory.write') } });
+    const query = await client.callTool({ name: 'query_probe', arguments: {} });
+    expect(query.isError).toBe(true);
+    expect(query.structuredContent).toEqual({ error: { code: 'forbidden', message: expect.stringContaining('query') } });
 
     const apps = await connectedApps();
     expect(apps).toContainEqual({
@@ -147,6 +125,7 @@ describe('the full flow with the MCP SDK client', () => {
       clientId: oauth.info!.client_id,
       clientName: 'Test MCP client',
       scopes: ['memory.read'],
+      status: 'active',
       createdAt: expect.any(String),
       authorizedAt: expect.any(String),
       lastUsedAt: expect.any(String),
@@ -155,7 +134,7 @@ describe('the full flow with the MCP SDK client', () => {
   });
 
   it('stores tokens and codes only as digests', async () => {
-    const { oauth, client } = await connectWithOauth(['memory.read']);
+    const { oauth, client } = await connect(['memory.read']);
     const dump = JSON.stringify(await sql.query('select * from oauth_payload'));
     expect(dump).not.toContain(oauth.saved!.access_token);
     expect(dump).not.toContain(oauth.saved!.refresh_token!);
@@ -163,7 +142,7 @@ describe('the full flow with the MCP SDK client', () => {
   });
 
   it('refreshes: the SDK exchanges the refresh token (rotated) for a new access token that works', async () => {
-    const { oauth, client } = await connectWithOauth(['memory.read', 'memory.write']);
+    const { oauth, client } = await connect(['memory.read', 'memory.write']);
     await client.close();
     const before = oauth.saved!;
     expect(await auth(oauth, { serverUrl: stack.mcpUrl })).toBe('AUTHORIZED');
@@ -171,12 +150,12 @@ describe('the full flow with the MCP SDK client', () => {
     expect(oauth.saved!.refresh_token).not.toBe(before.refresh_token);
     const res = await mcpWithToken(oauth.saved!.access_token);
     expect(res.status).toBe(200);
-    expect(res.body.result.structuredContent.scopes).toEqual(['memory.read', 'memory.write', 'query']);
+    expect(res.body.result.structuredContent.scopes).toEqual(['memory.read', 'memory.write']);
   });
 
   it('effective scopes are read on every request: consenting again with other scopes changes the same token', async () => {
     const oauth = new MemoryOAuthClient();
-    const { client } = await connectWithOauth(['memory.read', 'memory.write'], oauth);
+    const { client } = await connect(['memory.read', 'memory.write'], oauth);
     const token = oauth.saved!.access_token;
     expect((await mcpWithToken(token)).body.result.structuredContent.scopes).toContain('memory.write');
     // The user authorizes the same client again with read-only access: the old token is now read-only.
@@ -184,14 +163,14 @@ describe('the full flow with the MCP SDK client', () => {
     const second = new Client({ name: 'again', version: '1' });
     await expect(second.connect(transportFor(oauth))).rejects.toThrow(/Unauthorized/i);
     await consent(new Browser(stack.baseUrl, aliceCookie), oauth.authorizationUrl!, ['memory.read']);
-    expect((await mcpWithToken(token)).body.result.structuredContent.scopes).toEqual(['memory.read', 'query']);
+    expect((await mcpWithToken(token)).body.result.structuredContent.scopes).toEqual(['memory.read']);
     await client.close();
   });
 });
 
 describe('revocation takes effect on the next request', () => {
   it('disconnecting the application: its access token is 401, its refresh token fails; the session and API keys stay', async () => {
-    const { oauth, client } = await connectWithOauth(['memory.read']);
+    const { oauth, client } = await connect(['memory.read']);
     expect((await client.callTool({ name: 'read_probe', arguments: {} })).isError).toBeFalsy();
     const app = (await connectedApps()).find((a) => a.clientId === oauth.info!.client_id)!;
     const revoked = await api.delete(`/v1/account/connected-apps/${app.id}`, { as: { cookie: aliceCookie } });
@@ -217,7 +196,7 @@ describe('revocation takes effect on the next request', () => {
   });
 
   it('RFC 7009 revocation of the access token at the token revocation endpoint', async () => {
-    const { oauth, client } = await connectWithOauth(['memory.read']);
+    const { oauth, client } = await connect(['memory.read']);
     await client.close();
     const res = await fetch(`${stack.baseUrl}/oauth/token/revocation`, {
       method: 'POST',
@@ -229,7 +208,7 @@ describe('revocation takes effect on the next request', () => {
   });
 
   it('another account cannot see or revoke the application (404)', async () => {
-    const { oauth } = await connectWithOauth(['memory.read']);
+    const { oauth } = await connect(['memory.read']);
     const app = (await connectedApps()).find((a) => a.clientId === oauth.info!.client_id)!;
     const bob = await createTestAccount(db.orm);
     const bobCookie = await signIn(api, bob);
@@ -240,7 +219,7 @@ describe('revocation takes effect on the next request', () => {
 
   it('an API key cannot list or revoke connected applications; a browser revoke needs the CSRF proof', async () => {
     expectError(await api.get('/v1/account/connected-apps', { as: { bearer: aliceKey.secret } }), 401, 'unauthorized');
-    const { oauth } = await connectWithOauth(['memory.read']);
+    const { oauth } = await connect(['memory.read']);
     const app = (await connectedApps()).find((a) => a.clientId === oauth.info!.client_id)!;
     const noCsrf = await api.delete(`/v1/account/connected-apps/${app.id}`, { as: { cookie: aliceCookie }, csrf: false });
     expectError(noCsrf, 403, 'forbidden');
