@@ -109,7 +109,7 @@ function contextResponse(peer: LabelRow, session: LabelRow | null, query: string
           const span = bestSpan(m.content, query ?? '');
           return {
             kind: 'message' as const, claim_id: null, message_id: m.id, session_id: m.session_label, content: m.content.slice(span.start, span.end),
-            citations: [{ message_id: m.id, session_id: m.session_label, start: span.start, end: span.end, quote: m.content.slice(span.start, span.end) }],
+            citations: [{ kind: 'message' as const, message_id: m.id, session_id: m.session_label, start: span.start, end: span.end, quote: m.content.slice(span.start, span.end) }],
             score: Number(m.score ?? 0),
           };
         }),

@@ -176,7 +176,7 @@ function nearWordSql(accountId: string, term: string, where: string[], params: u
   return { text, params: [term, accountId, term, ...params, limit] };
 }
 
-function memoryWhere(b: Boundary, alias: 'm' | 'c'): { where: string[]; params: unknown[] } {
+export function memoryWhere(b: Boundary, alias: 'm' | 'c'): { where: string[]; params: unknown[] } {
   const where = [`${alias}.account_id = ?`, "p.workspace = 'default'"];
   const params: unknown[] = [b.accountId];
   if (alias === 'm') where.push('m.available');

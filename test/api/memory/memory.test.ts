@@ -277,14 +277,14 @@ describe('claims lifecycle (3.5)', () => {
       authority: 'inferred_memory', state: 'current', eligibility: 'eligible', support_status: 'supported', categories: ['preference'],
       valid_to: null, conflicts_with: [], warning: null, head_revision: expect.stringMatching(/^rev_/),
     });
-    expect(claim.citations).toEqual([{ message_id: expect.any(String), session_id: session, start: 4, end: 42, quote: 'My favourite mountain is Mount Elbrus.' }]);
+    expect(claim.citations).toEqual([{ kind: 'message', message_id: expect.any(String), session_id: session, start: 4, end: 42, quote: 'My favourite mountain is Mount Elbrus.' }]);
     const h = (await c.mem(full, 'GET', `/claims/${claim.id}/history`)).body;
     expect(h.entries).toEqual([{ seq: 1, event: 'ADD', prior: null, successor: { content: claim.content, revision: claim.head_revision, valid_from: claim.valid_from, valid_to: null }, reason: expect.any(String), at: expect.any(String), marker: expect.stringMatching(/^mk_/) }]);
     expect(ev.outcome.claim_id).toBe(claim.id);
   });
 
   it('PUT with the head revision corrects; stale PUT/DELETE are 409 with nothing changed; an exact retry replays', async () => {
-    const { id, rev0 } = await freshClaim();
+    const { id, rev0, claim: derived } = await freshClaim();
     const body = { content: 'Correction: it is Mount Kazbek.', head_revision: rev0, reason: 'user said so' };
     const put = await c.mem(full, 'PUT', `/claims/${id}`, body);
     expect(put.status, put.text).toBe(200);
@@ -292,6 +292,13 @@ describe('claims lifecycle (3.5)', () => {
     const rev1 = put.body.claim.head_revision;
     expect(rev1).not.toBe(rev0);
     expect(put.body.claim).toMatchObject({ content: body.content, authority: 'correction_memory', state: 'current', eligibility: 'eligible', support_status: 'user_asserted' });
+    // The corrected claim cites the correction (what the person asserted), not the message it was corrected away from.
+    const correction = { kind: 'correction', revision: rev1, marker: put.body.marker, reason: 'user said so', at: put.body.claim.valid_from, quote: body.content };
+    expect(put.body.claim.citations).toEqual([correction]);
+    expect((await c.mem(full, 'GET', `/claims/${id}`)).body.citations).toEqual([correction]);
+    const asked = (await c.mem(full, 'POST', `/peers/${put.body.claim.peer_id}/ask`, { query: 'Kazbek' })).body.evidence;
+    expect(asked).toEqual([expect.objectContaining({ kind: 'claim', claim_id: id, citations: [correction] })]);
+    expect(JSON.stringify(asked)).not.toContain(derived.citations[0].quote);
 
     const replay = await c.mem(full, 'PUT', `/claims/${id}`, body);
     expect(replay.body).toMatchObject({ replayed: true, marker: put.body.marker, claim: { head_revision: rev1 } });
