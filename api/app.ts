@@ -32,6 +32,7 @@ import { ingestJobRoutes } from './routes/ingest/jobs.ts';
 import { ingestSubmitRoutes } from './routes/ingest/submit.ts';
 import { queryRoutes } from './routes/query/index.ts';
 import { memoryClaimRoutes } from './routes/memory/claims.ts';
+import { MEMORY_API, MEMORY_CONSOLE } from './routes/memory/common.ts';
 import { memoryConversationRoutes } from './routes/memory/conversation.ts';
 import { memoryEventRoutes } from './routes/memory/events.ts';
 import { memoryLabelRoutes } from './routes/memory/labels.ts';
@@ -104,8 +105,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(connectedAppRoutes);
     await app.register(consolePlugin);
     await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal, termIndex: deps.termIndex });
-    for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
-      await app.register(routes, { config: deps.config, temporal: deps.temporal });
+    for (const mount of [MEMORY_API, MEMORY_CONSOLE]) {
+      for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
+        await app.register(routes, { ...mount, config: deps.config, temporal: deps.temporal });
+      }
     }
     const provider = deps.oauth?.provider;
     if (provider) {
