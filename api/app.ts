@@ -28,7 +28,7 @@ import { usageRoutes } from './routes/account/usage.ts';
 import { authRoutes } from './routes/auth/index.ts';
 import { cliAuthRoutes } from './routes/cli-auth/index.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health/index.ts';
-import { ingestJobRoutes } from './routes/ingest/jobs.ts';
+import { INGEST_API, INGEST_CONSOLE, ingestJobRoutes } from './routes/ingest/jobs.ts';
 import { ingestSubmitRoutes } from './routes/ingest/submit.ts';
 import { queryRoutes } from './routes/query/index.ts';
 import { memoryClaimRoutes } from './routes/memory/claims.ts';
@@ -100,8 +100,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(usageRoutes);
     await app.register(deletionRoutes, { config: deps.config, temporal: deps.temporal });
     await app.register(accessRoutes);
-    await app.register(ingestJobRoutes);
-    await app.register(ingestSubmitRoutes, { config: deps.config, temporal: deps.temporal });
+    for (const mount of [INGEST_API, INGEST_CONSOLE]) {
+      await app.register(ingestJobRoutes, mount);
+      await app.register(ingestSubmitRoutes, { ...mount, config: deps.config, temporal: deps.temporal });
+    }
     await app.register(connectedAppRoutes);
     await app.register(consolePlugin);
     await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal, termIndex: deps.termIndex });

@@ -246,11 +246,11 @@ describe('the console in Chromium', () => {
 
     // The browser session may delete a source only with the csrf proof, and only its own account's.
     const cookie = (await tab.context.cookies()).find((c) => c.name === 'service_session')!.value;
-    const noCsrf = await api.delete(`/v1/sources/${ok.body.job.id}`, { as: { cookie }, csrf: false });
+    const noCsrf = await api.delete(`/v1/account/sources/${ok.body.job.id}`, { as: { cookie }, csrf: false });
     expect(noCsrf.status).toBe(403);
     const stranger = await createTestAccount(db.orm);
     const strangerCookie = await signIn(api, stranger);
-    expect((await api.delete(`/v1/sources/${ok.body.job.id}`, { as: { cookie: strangerCookie } })).status).toBe(404);
+    expect((await api.delete(`/v1/account/sources/${ok.body.job.id}`, { as: { cookie: strangerCookie } })).status).toBe(404);
 
     await page.getByRole('button', { name: /^Delete Field guide/ }).click();
     await page.getByRole('status').filter({ hasText: /Deletion of “Field guide” is (queued|running|succeeded)/ }).waitFor();

@@ -20,7 +20,7 @@ export function SourcesPage() {
   const remove = async (s: Json) => {
     if (!confirm(`Delete “${label(s)}” and everything extracted from it?`)) return;
     try {
-      const r = await del(`/v1/sources/${s.id}`);
+      const r = await del(`/v1/account/sources/${s.id}`);
       setNotice({ kind: 'success', text: `Deletion of “${label(s)}” is ${r.job.status} (job ${r.job.id}).` });
       await reload();
     } catch (err) {
