@@ -24,6 +24,7 @@ import { apiKeyRoutes } from './routes/account/api-keys.ts';
 import { connectedAppRoutes } from './routes/account/connected-apps.ts';
 import { deletionRoutes } from './routes/account/deletion.ts';
 import { overviewRoutes } from './routes/account/overview.ts';
+import { passwordRoutes } from './routes/account/password.ts';
 import { usageRoutes } from './routes/account/usage.ts';
 import { authRoutes } from './routes/auth/index.ts';
 import { cliAuthRoutes } from './routes/cli-auth/index.ts';
@@ -98,6 +99,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(apiKeyRoutes);
     await app.register(overviewRoutes);
     await app.register(usageRoutes);
+    await app.register(passwordRoutes, { config: deps.config });
     await app.register(deletionRoutes, { config: deps.config, temporal: deps.temporal });
     await app.register(accessRoutes);
     for (const mount of [INGEST_API, INGEST_CONSOLE]) {
