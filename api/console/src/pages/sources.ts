@@ -180,8 +180,8 @@ export function SourcesPage() {
   };
 
   return html`<${PageTitle}>Sources and ingest jobs</${PageTitle}>
-    <p>Add a web page or a file here, or from your applications with an API key (<code>POST /v1/ingest/url</code>,
-      <code>/v1/ingest/file</code>) or <code>cairn ingest</code>.</p>
+    <p>Add a web page or a file here, or from your applications with an API key (<code>POST /v1/ingest/url</code>, <code>/v1/ingest/file</code>)
+      or <code>cairn ingest</code>.</p>
     <${AddSource} onQueued=${reload} />
     <${NoticeView} notice=${notice} />
     <button type="button" onClick=${reload}>Refresh</button>
