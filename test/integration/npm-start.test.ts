@@ -157,6 +157,8 @@ describe('npm start', () => {
     expect(new Set(threadNices(proc('bin/worker.ts')))).toEqual(new Set([10]));
     expect(new Set(threadNices(proc(`--port ${ports.TEMPORAL_DEV_PORT}`)))).toEqual(new Set([10]));
     expect(new Set(threadNices(proc('bin/api.ts')))).toEqual(new Set([0]));
+    // The API's pool closes idle connections: a readiness check makes it hold one to look at.
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
     expect(await backendNices()).toEqual({ 'cairn-worker': new Set([10]), 'cairn-api': new Set([0]) });
 
     // A second run on the same data directory says so and what to do, and leaves the first running.
@@ -187,12 +189,22 @@ describe('npm start', () => {
 });
 
 describe('npm start and operator commands that cannot run say what failed and what to do', () => {
+  /** A data directory and ports of its own, so each case is independent of the run above. */
+  const own = async (name: string): Promise<NodeJS.ProcessEnv> => {
+    const dir = path.join(dataDir, name);
+    await mkdir(dir, { recursive: true, mode: 0o755 });
+    const fresh: NodeJS.ProcessEnv = { DATA_DIR: dir };
+    for (const variable of Object.keys(ports)) fresh[variable] = String(await freePort());
+    return fresh;
+  };
+
   it('a port in use', async () => {
+    const mine = await own('port-in-use');
     const blocker = net.createServer();
-    await new Promise<void>((resolve) => blocker.listen(ports.PORT, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => blocker.listen(Number(mine.PORT), '127.0.0.1', resolve));
     try {
-      const r = await failedStart();
-      expect(r.output).toContain(`start failed: port ${ports.PORT} (PORT) on 127.0.0.1 is already in use`);
+      const r = await failedStart(mine);
+      expect(r.output).toContain(`start failed: port ${mine.PORT} (PORT) on 127.0.0.1 is already in use`);
       expect(r.output).toContain('set PORT to a free port');
       expect(leftovers()).toEqual([]);
     } finally {
@@ -201,12 +213,13 @@ describe('npm start and operator commands that cannot run say what failed and wh
   });
 
   it('a database that does not answer (npm start and admin)', async () => {
+    const mine = await own('database-unreachable');
     const url = `postgres://postgres:secret-password@127.0.0.1:${await freePort()}/cairn`;
-    const r = await failedStart({ DATABASE_URL: url });
+    const r = await failedStart({ ...mine, DATABASE_URL: url });
     expect(r.output).toContain(`cannot reach the database at 127.0.0.1:${new URL(url).port}/cairn (DATABASE_URL): ECONNREFUSED`);
     expect(r.output).not.toContain('secret-password');
     const admin = spawnSync(process.execPath, [path.resolve('cli/admin.ts'), 'account', 'create', '--email', 'x@example.com', '--password', 'a long enough password'], {
-      env: { ...env, DATABASE_URL: url }, encoding: 'utf8', timeout: 60_000,
+      env: { ...env, ...mine, DATABASE_URL: url }, encoding: 'utf8', timeout: 60_000,
     });
     expect(admin.status).toBe(1);
     expect(admin.stderr).toMatch(/^cannot reach the database at .*ECONNREFUSED, nothing accepts connections there: start PostgreSQL/);
@@ -214,11 +227,12 @@ describe('npm start and operator commands that cannot run say what failed and wh
   });
 
   it.runIf(process.getuid?.() === 0)('as root, a data directory inside a folder the embedded database\'s user cannot enter', async () => {
-    const locked = path.join(dataDir, 'private');
+    const mine = await own('root-home');
+    const locked = path.join(mine.DATA_DIR!, 'private');
     await mkdir(locked, { mode: 0o700 });
     await chmod(locked, 0o700);
     const inside = path.join(locked, 'clone', '.data');
-    const r = await failedStart({ DATA_DIR: inside });
+    const r = await failedStart({ ...mine, DATA_DIR: inside });
     expect(r.output).toContain(`that user cannot enter ${locked} (mode 0700), which holds its data directory`);
     expect(r.output).toContain(`chmod o+x ${locked}`);
     expect(existsSync(inside)).toBe(false);
