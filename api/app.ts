@@ -24,14 +24,16 @@ import { apiKeyRoutes } from './routes/account/api-keys.ts';
 import { connectedAppRoutes } from './routes/account/connected-apps.ts';
 import { deletionRoutes } from './routes/account/deletion.ts';
 import { overviewRoutes } from './routes/account/overview.ts';
+import { passwordRoutes } from './routes/account/password.ts';
 import { usageRoutes } from './routes/account/usage.ts';
 import { authRoutes } from './routes/auth/index.ts';
 import { cliAuthRoutes } from './routes/cli-auth/index.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health/index.ts';
-import { ingestJobRoutes } from './routes/ingest/jobs.ts';
+import { INGEST_API, INGEST_CONSOLE, ingestJobRoutes } from './routes/ingest/jobs.ts';
 import { ingestSubmitRoutes } from './routes/ingest/submit.ts';
 import { queryRoutes } from './routes/query/index.ts';
 import { memoryClaimRoutes } from './routes/memory/claims.ts';
+import { MEMORY_API, MEMORY_CONSOLE } from './routes/memory/common.ts';
 import { memoryConversationRoutes } from './routes/memory/conversation.ts';
 import { memoryEventRoutes } from './routes/memory/events.ts';
 import { memoryLabelRoutes } from './routes/memory/labels.ts';
@@ -98,15 +100,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(apiKeyRoutes);
     await app.register(overviewRoutes);
     await app.register(usageRoutes);
+    await app.register(passwordRoutes, { config: deps.config });
     await app.register(deletionRoutes, { config: deps.config, temporal: deps.temporal });
     await app.register(accessRoutes);
-    await app.register(ingestJobRoutes);
-    await app.register(ingestSubmitRoutes, { config: deps.config, temporal: deps.temporal });
+    for (const mount of [INGEST_API, INGEST_CONSOLE]) {
+      await app.register(ingestJobRoutes, mount);
+      await app.register(ingestSubmitRoutes, { ...mount, config: deps.config, temporal: deps.temporal });
+    }
     await app.register(connectedAppRoutes);
     await app.register(consolePlugin);
     await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex });
-    for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
-      await app.register(routes, { config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex });
+    for (const mount of [MEMORY_API, MEMORY_CONSOLE]) {
+      for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
+        await app.register(routes, { ...mount, config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex });
+      }
     }
     const provider = deps.oauth?.provider;
     if (provider) {

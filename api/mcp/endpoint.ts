@@ -61,7 +61,8 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
 
   app.setErrorHandler((err, request, reply) => {
     const mapped = mapError(err);
-    if (mapped.internal) request.log.error({ err }, 'MCP request failed');
+    if (mapped.level === 'error') request.log.error({ err }, 'MCP request failed');
+    else request.log[mapped.level]({ code: mapped.code, status: mapped.status }, mapped.message);
     if (mapped.headers) reply.headers(mapped.headers);
     const rpcCode = err instanceof McpHttpError ? err.rpcCode : -32000;
     return reply

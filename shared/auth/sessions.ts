@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import { Account, BrowserSession } from '../db/entities/index.ts';
-import { unauthorized } from '../errors.ts';
+import { AppError, unauthorized, validationError } from '../errors.ts';
 import { findAccountByEmail, normalizeEmail } from './accounts.ts';
-import { verifyPassword } from './passwords.ts';
+import { hashPassword, verifyPassword } from './passwords.ts';
 import { claimAttempt, failedAttempt, releaseAttempt, type ThrottleRule } from './throttle.ts';
 import { digest, newSecret } from './tokens.ts';
 
@@ -75,3 +75,41 @@ export const sessionTimes = (s: { createdAt: Date; expiresAt: Date }) => ({
   expiresAt: s.expiresAt.toISOString(),
 });
 
+
+/**
+ * Changes the password of a signed-in account. The current password is required (a wrong one counts
+ * as a failed sign-in of the account, so guessing it is throttled like signing in); every other
+ * browser session and every CLI session of the account ends in the same transaction, so whoever held
+ * the old password is signed out everywhere but here. API keys and connected MCP applications stay:
+ * they are revoked on their own pages.
+ */
+export async function changePassword(
+  em: EntityManager,
+  auth: Config['auth'],
+  input: { accountId: string; keepSessionId: string; currentPassword: string; newPassword: string; clientAddress: string },
+): Promise<{ browserSessionsEnded: number; cliSessionsEnded: number }> {
+  const account = await em.findOneOrFail(Account, { id: input.accountId });
+  // A wrong current password is a failed sign-in of this account from this address, throttled alike.
+  const rules = throttleRules(auth, account.emailNormalized, input.clientAddress);
+  const waits = await claimAttempt(em, rules, auth.loginThrottleWindowMs);
+  if (!(await verifyPassword(account.passwordHash, input.currentPassword))) {
+    await failedAttempt(em, waits);
+    throw new AppError(403, 'forbidden', 'The current password is not correct.');
+  }
+  await releaseAttempt(em, rules, [rules[0]!.key]);
+  if (input.newPassword === input.currentPassword) throw validationError('newPassword: choose a password other than the current one.');
+  const hash = await hashPassword(input.newPassword);
+  return em.transactional(async (tx) => {
+    const conn = tx.getConnection();
+    await conn.execute('update account set password_hash = ? where id = ?', [hash, account.id]);
+    const browser = await conn.execute(
+      'update browser_session set ended_at = now() where account_id = ? and id <> ? and ended_at is null',
+      [account.id, input.keepSessionId], 'run',
+    );
+    const cli = await conn.execute('update cli_session set revoked_at = now() where account_id = ? and revoked_at is null', [account.id], 'run');
+    return {
+      browserSessionsEnded: (browser as { affectedRows?: number }).affectedRows ?? 0,
+      cliSessionsEnded: (cli as { affectedRows?: number }).affectedRows ?? 0,
+    };
+  });
+}

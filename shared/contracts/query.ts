@@ -160,7 +160,11 @@ export const QueryContext = z
   })
   .meta({ id: 'QueryContext' });
 
-export const AnswerSentence = z.object({ text: z.string(), citations: z.array(z.string()).min(1) });
+export const AnswerSentence = z.object({
+  text: z.string(),
+  citations: z.array(z.string()).min(1),
+  note: z.literal('conflict').optional().describe('Generated, not taken from the evidence: the cited statements conflict.'),
+});
 
 export const QueryAnswer = z
   .object({

@@ -13,6 +13,11 @@ export function publicJob(j: IngestJob) {
     failure: j.failure ?? null,
     createdAt: j.createdAt.toISOString(),
     completedAt: j.completedAt?.toISOString() ?? null,
+    sourceUrl: j.sourceUrl ?? null,
+    filename: j.filename ?? null,
+    title: j.title ?? null,
+    sourceId: j.kind === 'source_deletion' ? (j.sourceId ?? null) : null,
+    records: j.recordCounts ?? null,
   };
 }
 

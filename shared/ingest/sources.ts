@@ -85,6 +85,6 @@ export async function overviewLists(em: EntityManager, accountId: string, limits
       records: Number(s.records),
       createdAt: new Date(s.created_at).toISOString(),
     })),
-    ingestJobs: jobs.map((j) => ({ ...publicJob(j), title: j.title ?? null, sourceUrl: j.sourceUrl ?? null, filename: j.filename ?? null })),
+    ingestJobs: jobs.map(publicJob),
   };
 }

@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { resolveTemporalCli } from '../temporal/cli.ts';
 import { startTemporalDevServer } from '../temporal/dev-server.ts';
+import { assertDatabaseReachable, assertTemporalReachable } from './preflight.ts';
 
 /** The database name used by the embedded PostgreSQL. */
 export const EMBEDDED_DATABASE = 'cairn';
@@ -39,7 +40,10 @@ export async function provideDatabase(
   config: Config,
   opts: { log: (m: string) => void; reuseRunning?: boolean },
 ): Promise<Provided<{ url: string }>> {
-  if (config.databaseUrl) return { url: config.databaseUrl, embedded: false, stop: noop };
+  if (config.databaseUrl) {
+    await assertDatabaseReachable(config.databaseUrl);
+    return { url: config.databaseUrl, embedded: false, stop: noop };
+  }
   const url = embeddedDatabaseUrl(config);
   if (opts.reuseRunning && (await answers(url))) return { url, embedded: true, stop: noop };
   const db = await startEmbeddedPostgres({
@@ -57,6 +61,7 @@ export async function provideTemporal(
   opts: { log: (m: string) => void },
 ): Promise<Provided<{ address: string; uiUrl: string | undefined }>> {
   if (config.temporal.address) {
+    await assertTemporalReachable(config.temporal.address);
     return { address: config.temporal.address, uiUrl: config.temporal.uiUrl, embedded: false, stop: noop };
   }
   const cli = await resolveTemporalCli({ configured: config.temporal.cli, log: opts.log });

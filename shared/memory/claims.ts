@@ -28,26 +28,47 @@ export type ClaimRow = {
   categories: string[]; valid_from: Date; valid_to: Date | null; message_id: string | null; span_start: number | null;
   span_end: number | null; message_content: string | null; conflicts_with: string[]; warning: string | null;
   head_revision: string; revision: number; created_at: Date; updated_at: Date; peer_id: string; score?: number;
+  /** The latest correction (UPDATE) of a corrected claim: what it cites instead of the message. */
+  corrected_revision: string | null; corrected_marker: string | null; corrected_reason: string | null; corrected_at: Date | null;
 };
 
 /**
  * A claim with its conflicts both ways: conflicts_with holds the claims it contradicted when it was
  * made, and `later` the claims made since that contradict it (they list it; migration 0020). A claim
- * is conflicting while either side is non-empty, unless a person has asserted it.
+ * is conflicting while either side is non-empty, unless a person has asserted it. A corrected claim
+ * also brings its latest correction (`corr`), which is what it cites.
  */
 export const CLAIM_SELECT = `select c.id, c.content, p.label as peer_label, s.label as session_label, c.agent_id, c.authority,
   c.state, c.eligibility,
   case when c.support_status = 'supported' and cardinality(later.ids) > 0 then 'conflicting' else c.support_status end as support_status,
   c.categories, c.valid_from, c.valid_to, c.message_id, c.span_start, c.span_end,
   m.content as message_content, c.conflicts_with || later.ids as conflicts_with, c.warning, c.head_revision, c.revision, c.created_at,
-  c.updated_at, c.peer_id
+  c.updated_at, c.peer_id, corr.successor_revision as corrected_revision, corr.marker as corrected_marker,
+  corr.reason as corrected_reason, corr.created_at as corrected_at
   from memory_claim c join memory_peer p on p.id = c.peer_id
   cross join lateral (select coalesce(array_agg(o.id order by o.created_at, o.id), '{}') as ids from memory_claim o
                        where o.conflicts_with @> array[c.id] and o.peer_id = c.peer_id and not (o.id = any(c.conflicts_with))) later
+  left join lateral (select h.successor_revision, h.marker, h.reason, h.created_at from memory_claim_history h
+                      where h.claim_id = c.id and h.event = 'UPDATE' and c.authority = 'correction_memory'
+                      order by h.seq desc limit 1) corr on true
   left join memory_session s on s.id = c.session_id left join memory_message m on m.id = c.message_id`;
 
+/**
+ * What a claim rests on: a corrected claim cites its correction (the person's assertion, not the
+ * message it was corrected away from); a derived claim the exact span of its message.
+ */
+function citationsOf(r: ClaimRow): Claim['citations'] {
+  if (r.corrected_revision !== null && r.corrected_marker !== null && r.corrected_at !== null) {
+    return [{ kind: 'correction', revision: r.corrected_revision, marker: r.corrected_marker, reason: r.corrected_reason, at: iso(r.corrected_at)!, quote: r.content }];
+  }
+  if (!r.message_id || r.message_content === null || r.span_start === null || r.span_end === null) return [];
+  return [{
+    kind: 'message', message_id: r.message_id, session_id: r.session_label, start: r.span_start, end: r.span_end,
+    quote: r.message_content.slice(r.span_start, r.span_end),
+  }];
+}
+
 export function claimRecord(r: ClaimRow): Claim {
-  const cited = r.message_id && r.message_content !== null && r.span_start !== null && r.span_end !== null;
   return {
     id: r.id,
     content: r.content,
@@ -61,9 +82,7 @@ export function claimRecord(r: ClaimRow): Claim {
     categories: r.categories ?? [],
     valid_from: iso(r.valid_from)!,
     valid_to: iso(r.valid_to),
-    citations: cited
-      ? [{ message_id: r.message_id!, session_id: r.session_label, start: r.span_start!, end: r.span_end!, quote: r.message_content!.slice(r.span_start!, r.span_end!) }]
-      : [],
+    citations: citationsOf(r),
     conflicts_with: r.conflicts_with ?? [],
     warning: r.warning,
     head_revision: r.head_revision,

@@ -1,5 +1,5 @@
 import type { Reach } from '../auth/principal.ts';
-import type { Claim } from '../contracts/memory.ts';
+import type { Claim, Evidence } from '../contracts/memory.ts';
 import { audienceCondition } from '../db/sql.ts';
 import { sentenceSpans } from '../ingest/extract/sentences.ts';
 import type { Boundary } from '../retrieval/boundary.ts';
@@ -94,7 +94,7 @@ function assembleText(peer: string, session: string | null, claims: Claim[], mes
   return lines.join('\n');
 }
 
-type Ranked = { claims: ClaimRow[]; messages: MessageRow[]; evidence: ReturnType<typeof rankedEvidence> };
+type Ranked = { claims: ClaimRow[]; messages: MessageRow[]; evidence: Evidence[] };
 
 function contextResponse(peer: LabelRow, session: LabelRow | null, query: string | null, claims: ClaimRow[], messages: MessageRow[], evidence: Ranked['evidence']) {
   const claimRecords = claims.map(claimRecord);
@@ -122,22 +122,20 @@ type Retrieved = Awaited<ReturnType<typeof retrieve>>['ranked'];
  * Evidence as memory reads show it: a claim cites the span of the message it was derived from (one
  * item, never a second one for the message); a message, its sentence sharing most words with the query.
  */
-function rankedEvidence(ranked: Retrieved, query: string) {
-  return ranked.map((e) => {
+function rankedEvidence(ranked: Retrieved, claims: Map<string, Claim>, query: string): Evidence[] {
+  return ranked.flatMap((e): Evidence[] => {
     const session = e.origin.type === 'source' ? null : e.origin.session;
     if (e.kind === 'claim') {
-      const citations = (e.supports ?? []).map((m) => {
-        const span = e.span && e.span.end <= m.text.length ? e.span : { start: 0, end: m.text.length };
-        return { message_id: m.ref.id, session_id: m.origin.type === 'message' ? m.origin.session : null, start: span.start, end: span.end, quote: m.text.slice(span.start, span.end) };
-      });
-      return { kind: 'claim' as const, claim_id: e.ref.id, message_id: e.supports?.[0]?.ref.id ?? null, session_id: session, content: e.text, citations, score: e.score };
+      const claim = claims.get(e.ref.id);
+      if (!claim) return [];
+      return [{ kind: 'claim' as const, claim_id: e.ref.id, message_id: e.supports?.[0]?.ref.id ?? null, session_id: session, content: e.text, citations: claim.citations, score: e.score }];
     }
     const span = bestSpan(e.text, query);
     const quote = e.text.slice(span.start, span.end);
-    return {
+    return [{
       kind: 'message' as const, claim_id: null, message_id: e.ref.id, session_id: session, content: quote,
-      citations: [{ message_id: e.ref.id, session_id: session, start: span.start, end: span.end, quote }], score: e.score,
-    };
+      citations: [{ kind: 'message' as const, message_id: e.ref.id, session_id: session, start: span.start, end: span.end, quote }], score: e.score,
+    }];
   });
 }
 
@@ -167,7 +165,8 @@ async function rankMemory(tx: Em, index: SearchIndex | undefined, reach: Reach, 
   ]);
   const order = new Map(ranked.map((e, i) => [e.ref.id, i]));
   const byRank = <T extends { id: string }>(rows: T[]) => rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-  return { claims: byRank(claims), messages: byRank(messages), evidence: rankedEvidence(ranked, query) };
+  const records = new Map(claims.map((c) => [c.id, claimRecord(c)]));
+  return { claims: byRank(claims), messages: byRank(messages), evidence: rankedEvidence(ranked, records, query) };
 }
 
 /** POST peers/{peer}/ask: evidence for a question, each item cited to an exact message span. */

@@ -4,6 +4,7 @@ import type { Evidence, QueryRequest, QueryResult, Support } from '../contracts/
 import type { Boundary } from '../retrieval/boundary.ts';
 import type { Candidate, Origin } from '../retrieval/candidates.ts';
 import { sealCitation } from '../retrieval/citations.ts';
+import type { KnownConflict } from '../retrieval/conflicts.ts';
 import type { Scored } from '../retrieval/ranking.ts';
 import { EVIDENCE_LIMIT, type Retrieval } from '../retrieval/retrieve.ts';
 import { contentStems } from '../retrieval/text.ts';
@@ -37,6 +38,7 @@ type Conflict = QueryResult['conflicts'][number];
 
 export type Assembled = {
   evidence: LabelledEvidence[];
+  conflicts: Conflict[];
   finish(input: { answer: AnswerOutcome | null; operation: QueryResult['operation'] }): QueryResult;
 };
 
@@ -48,11 +50,20 @@ export function labelOf(o: Origin): string {
 
 const COPULA = /\s(?:is|are|was|were|equals|remains|became)\s/i;
 
-/** Statements "X is Y" of different evidence with the same X and different Y. */
-export function findConflicts(evidence: LabelledEvidence[]): Conflict[] {
+/**
+ * The conflicts of a result: first the contradictions memory has recorded between claims, for every
+ * group holding a claim of the evidence (each claim's handle, also for a claim that did not make the
+ * evidence itself); then statements "X is Y" of different evidence with the same X and different Y.
+ */
+export function findConflicts(evidence: LabelledEvidence[], known: (KnownConflict & { handles: string[] })[] = []): Conflict[] {
+  const shown = new Set(evidence.map((e) => e.citationHandle));
+  const out: Conflict[] = known
+    .filter((k) => k.handles.length >= 2 && k.handles.some((h) => shown.has(h)))
+    .map((k) => ({ topic: k.topic, citationHandles: k.handles, statements: k.claims.map((c) => c.text) }));
+  const reported = new Set(out.flatMap((c) => c.citationHandles));
   const byTopic = new Map<string, { handle: string; value: string; text: string }[]>();
   for (const e of evidence) {
-    if (e.kind === 'excerpt' || e.kind === 'link') continue;
+    if (e.kind === 'excerpt' || e.kind === 'link' || reported.has(e.citationHandle)) continue;
     const m = COPULA.exec(e.text);
     if (!m) continue;
     const topicStems = contentStems(e.text.slice(0, m.index));
@@ -61,7 +72,6 @@ export function findConflicts(evidence: LabelledEvidence[]): Conflict[] {
     const topic = topicStems.join(' ');
     byTopic.set(topic, [...(byTopic.get(topic) ?? []), { handle: e.citationHandle, value, text: e.text }]);
   }
-  const out: Conflict[] = [];
   for (const [topic, items] of byTopic) {
     if (new Set(items.map((i) => i.value)).size < 2) continue;
     out.push({ topic, citationHandles: items.map((i) => i.handle), statements: items.map((i) => i.text) });
@@ -115,6 +125,8 @@ export function assemble(input: {
   boundary: Boundary;
   key: Buffer;
   accountId: string;
+  /** Contradictions memory has recorded among the retrieved claims (retrieval/conflicts.ts). */
+  knownConflicts?: KnownConflict[];
 }): Assembled {
   const { req, preset, retrieval, boundary, key, accountId } = input;
   const top: Scored[] = retrieval.ranked.slice(0, EVIDENCE_LIMIT);
@@ -128,11 +140,13 @@ export function assemble(input: {
     label: labelOf(c.origin),
     ...(c.supports?.length ? { supports: c.supports.map((m) => support(key, accountId, c, m)) } : {}),
   }));
-  const conflicts = findConflicts(evidence);
+  const known = (input.knownConflicts ?? []).map((k) => ({ ...k, handles: k.claims.map((c) => sealCitation(key, accountId, c.ref)) }));
+  const conflicts = findConflicts(evidence, known);
   const context = req.mode === 'evidence' ? null : buildContext(evidence, conflicts, CONTEXT_MAX_CHARS[preset]);
 
   return {
     evidence,
+    conflicts,
     finish({ answer, operation }) {
       const gaps: QueryResult['gaps'] = [];
       const limitations: QueryResult['limitations'] = [];

@@ -10,6 +10,7 @@ import { AfterRetrievalError, runMetered } from '../metering/operation.ts';
 import { resolveBoundary, type Boundary } from '../retrieval/boundary.ts';
 import { fetchCited } from '../retrieval/candidates.ts';
 import { citationKey, openCitation } from '../retrieval/citations.ts';
+import { claimConflicts } from '../retrieval/conflicts.ts';
 import { analysis, retrieve, type Retrieval } from '../retrieval/retrieve.ts';
 import type { SearchIndex } from '../retrieval/search-index.ts';
 import { abandonOperation, beginOperation, completeOperation, requestHash } from './operations.ts';
@@ -113,11 +114,13 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
           : await retrieve(deps.em, boundary, req.query, preset, { index: deps.searchIndex, ...(analysed && begun.alongside ? { analyzed: { analysis: analysed, row: begun.alongside } } : {}) });
         try {
           const key = await citationKey(deps.em);
-          const assembled = assemble({ req, preset, retrieval, boundary, key, accountId: principal.accountId });
+          const claimIds = retrieval.ranked.flatMap((c) => (c.ref.table === 'claim' ? [c.ref.id] : []));
+          const knownConflicts = await claimConflicts(deps.em, boundary, claimIds);
+          const assembled = assemble({ req, preset, retrieval, boundary, key, accountId: principal.accountId, knownConflicts });
           let answer: AnswerOutcome | null = null;
           if (answering) {
             const evidence: AnswerEvidence[] = assembled.evidence.map((e) => ({ citationHandle: e.citationHandle, text: e.text, label: e.label }));
-            answer = await answerQuery(deps.answer, req.query ?? '', evidence, deps.logger);
+            answer = await answerQuery(deps.answer, req.query ?? '', evidence, deps.logger, assembled.conflicts);
           }
           const work: Work = { assembled, retrieval, answer };
           return { value: work, outcome: 'completed' as const, providerCost: answer?.provider.credits ?? 0 };

@@ -143,7 +143,7 @@ function recordSql(b: Boundary, m: Match, limit: number): Sql {
   }, limit);
 }
 
-function memoryWhere(b: Boundary, alias: 'm' | 'c'): { where: string[]; params: unknown[] } {
+export function memoryWhere(b: Boundary, alias: 'm' | 'c'): { where: string[]; params: unknown[] } {
   const where = [`${alias}.account_id = ?`, "p.workspace = 'default'"];
   const params: unknown[] = [b.accountId];
   if (alias === 'm') where.push('m.available');

@@ -17,7 +17,7 @@ let api: Awaited<ReturnType<typeof startApi>>;
 let worker: Awaited<ReturnType<typeof startWorker>>;
 let client: ApiClient;
 
-const ALL = ['query', 'memory.read', 'memory.write'] as const;
+const ALL = ['query', 'query.answer', 'memory.read', 'memory.write'] as const;
 let key: string;
 let teamA: string;
 let teamB: string;
@@ -124,5 +124,65 @@ describe('query over native memory', () => {
       expect(await query(other, { query: q })).toEqual([]);
     }
     expect((await client.post('/v1/query', { as: { bearer: other }, body: { idempotencyKey: `q-${randomUUID()}`, mode: 'evidence', query: 'Lisbon', peer_ids: ['dana'] } })).status).toBe(403);
+  });
+});
+
+describe('conflicts memory knows, in every query mode', () => {
+  const run = async (body: Json) => {
+    const r = await client.post('/v1/query', { as: { bearer: key }, body: { idempotencyKey: `q-${randomUUID()}`, ...body } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return r.body;
+  };
+  let porto: Json;
+  let madrid: Json;
+  beforeAll(async () => {
+    await say(key, 'alice', 'moves', 'I live in Porto.');
+    await say(key, 'alice', 'moves', 'I live in Madrid now.');
+    const claims = (await mem(key, 'POST', '/claims/list', { peer_id: 'alice' })).body.items as Json[];
+    porto = claims.find((c) => /Porto/.test(c.content));
+    madrid = claims.find((c) => /Madrid/.test(c.content));
+    expect(madrid.conflicts_with).toEqual([porto.id]);
+  }, 120_000);
+
+  const both = (conflicts: Json[]) => conflicts.find((c) => c.statements.includes(porto.content) && c.statements.includes(madrid.content));
+
+  it('reports the recorded conflict in evidence, context and answer mode; answer mode flags both sides', async () => {
+    for (const mode of ['evidence', 'context', 'answer']) {
+      const r = await run({ mode, query: 'Where does alice live?', peer_ids: ['alice'] });
+      const c = both(r.conflicts);
+      expect(c, `${mode}: ${JSON.stringify(r.conflicts)}`).toMatchObject({ topic: 'peer alice: home', citationHandles: [expect.stringMatching(/^cit_/), expect.stringMatching(/^cit_/)] });
+      expect(r.limitations.map((l: Json) => l.code)).toContain('conflicting_evidence');
+      // Each handle resolves to its claim inside the same boundary.
+      for (const [i, handle] of c.citationHandles.entries()) {
+        const looked = await run({ mode: 'evidence', citationHandle: handle, peer_ids: ['alice'] });
+        expect(looked.evidence.map((e: Json) => e.text)).toEqual([c.statements[i]]);
+      }
+      if (mode === 'context') expect(r.context.text).toContain('[note, generated, not citable]');
+      if (mode === 'answer') {
+        const stated = r.answer.sentences.filter((s: Json) => !s.note).map((s: Json) => s.text);
+        expect(stated).toEqual(expect.arrayContaining([porto.content, madrid.content]));
+        const note = r.answer.sentences.find((s: Json) => s.note === 'conflict');
+        expect(note, JSON.stringify(r.answer)).toBeDefined();
+        expect([...note.citations].sort()).toEqual([...c.citationHandles].sort());
+        expect(r.answer.text).toMatch(/conflicting statements.*ask which is right/);
+      }
+    }
+  });
+
+  it('reports it for an exact citation lookup of one side (the other side\'s handle comes with it)', async () => {
+    const listed = await run({ mode: 'evidence', query: 'alice Madrid', peer_ids: ['alice'] });
+    const handle = listed.evidence.find((e: Json) => e.kind === 'claim' && e.text === madrid.content).citationHandle;
+    const r = await run({ mode: 'evidence', citationHandle: handle });
+    expect(r.evidence).toHaveLength(1);
+    expect(both(r.conflicts)?.citationHandles).toContain(handle);
+  });
+
+  it('a correction settles it: no conflict is reported afterwards', async () => {
+    const put = await mem(key, 'PUT', `/claims/${madrid.id}`, { content: 'alice lives in Madrid.', head_revision: madrid.head_revision, reason: 'confirmed with alice' });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    for (const mode of ['evidence', 'answer']) {
+      const r = await run({ mode, query: 'Where does alice live?', peer_ids: ['alice'] });
+      expect(r.conflicts.filter((c: Json) => c.topic === 'peer alice: home'), JSON.stringify(r.conflicts)).toEqual([]);
+    }
   });
 });

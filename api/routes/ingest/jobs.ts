@@ -4,17 +4,27 @@ import { JobIdParams, JobListQuery, JobListResponse, JobReadResponse } from '../
 import { getJob, listJobs, publicJob } from '../../../shared/ingest/jobs.ts';
 import { principalOf, type AuthRule } from '../../plugins/auth.ts';
 
-/** Job status: API keys with scope ingest, and CLI session tokens (spec section 5). */
-export const INGEST_READ: AuthRule = { accept: ['apiKey', 'cli'], scopes: ['ingest'] };
+export type IngestMount = { base: string; auth: AuthRule; tags: string[] };
+
+/** Ingest, job status and source deletion: API keys with scope ingest, and CLI session tokens (spec section 5). */
+export const INGEST_API: IngestMount = { base: '/v1', auth: { accept: ['apiKey', 'cli'], scopes: ['ingest'] }, tags: ['ingest'] };
+
+/**
+ * The same routes for the console under /v1/account (/v1/account/ingest/url, …/ingest/jobs,
+ * …/sources/{id}): the browser session only, CSRF on writes. A browser session is never a product API
+ * credential (spec 5), so the console gets its own account-scoped mount, as it does for memory.
+ */
+export const INGEST_CONSOLE: IngestMount = { base: '/v1/account', auth: { accept: ['browser'] }, tags: ['console ingest'] };
+
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope };
 
-export const ingestJobRoutes: FastifyPluginAsyncZod = async (app) => {
+export const ingestJobRoutes: FastifyPluginAsyncZod<IngestMount> = async (app, { base, auth, tags }) => {
   app.get(
-    '/v1/ingest/jobs',
+    `${base}/ingest/jobs`,
     {
-      config: { auth: INGEST_READ },
+      config: { auth },
       schema: {
-        tags: ['ingest'],
+        tags,
         summary: 'List ingest jobs, newest first',
         querystring: JobListQuery,
         response: { 200: JobListResponse, ...errors },
@@ -27,11 +37,11 @@ export const ingestJobRoutes: FastifyPluginAsyncZod = async (app) => {
   );
 
   app.get(
-    '/v1/ingest/jobs/:jobId',
+    `${base}/ingest/jobs/:jobId`,
     {
-      config: { auth: INGEST_READ },
+      config: { auth },
       schema: {
-        tags: ['ingest'],
+        tags,
         summary: 'Read one ingest job',
         params: JobIdParams,
         response: { 200: JobReadResponse, ...errors },

@@ -15,19 +15,18 @@ import { requestSourceDeletion } from '../../../shared/ingest/sources.ts';
 import { decodeUpload, previewUrl, submitFile, submitUrl, type IngestDeps } from '../../../shared/ingest/submit.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { INGEST_READ } from './jobs.ts';
+import type { IngestMount } from './jobs.ts';
 
 const errors = {
   400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope,
   413: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope,
 };
-const tags = ['ingest'];
 /** 50,000,000 bytes of base64 is about 66.7 MB; the body limit lets such a request be answered (413), not dropped. */
 const FILE_BODY_LIMIT = 72 * 1024 * 1024;
 
-export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; temporal: TemporalClientHandle }> = async (
+export const ingestSubmitRoutes: FastifyPluginAsyncZod<IngestMount & { config: Config; temporal: TemporalClientHandle }> = async (
   app,
-  { config, temporal },
+  { config, temporal, base, auth, tags },
 ) => {
   const deps = (em: IngestDeps['em']): IngestDeps => ({
     em,
@@ -39,9 +38,9 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; tempora
   });
 
   app.post(
-    '/v1/ingest/url',
+    `${base}/ingest/url`,
     {
-      config: { auth: INGEST_READ },
+      config: { auth },
       schema: {
         tags,
         summary: 'Preview (dry run, the default) or queue (dryRun false) the ingest of a URL',
@@ -64,10 +63,10 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; tempora
   );
 
   app.post(
-    '/v1/ingest/file',
+    `${base}/ingest/file`,
     {
       bodyLimit: FILE_BODY_LIMIT,
-      config: { auth: INGEST_READ },
+      config: { auth },
       schema: {
         tags,
         summary: 'Preview (dry run, the default) or queue (dryRun false) the ingest of an uploaded file',
@@ -91,10 +90,9 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{ config: Config; tempora
   );
 
   app.delete(
-    '/v1/sources/:sourceId',
+    `${base}/sources/:sourceId`,
     {
-      // Also the browser console's "delete a source" (browser session, csrf enforced on the write).
-      config: { auth: { ...INGEST_READ, accept: [...INGEST_READ.accept, 'browser'] } },
+      config: { auth },
       schema: {
         tags,
         summary: 'Delete a source (its id is the id of the ingest job that created it); poll the returned job',
