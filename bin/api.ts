@@ -8,7 +8,7 @@ import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
 import { createRateLimiter } from '../shared/metering/rate-limit.ts';
 import { createOauthServer } from '../shared/oauth/server.ts';
 import { createApiMetrics } from '../shared/ops/metrics.ts';
-import { createSearchIndex } from '../shared/retrieval/search-index.ts';
+import { searchIndexFor } from '../shared/retrieval/search-index.ts';
 import { createTemporalClient } from '../shared/temporal/client.ts';
 
 runMain(async () => {
@@ -33,7 +33,7 @@ runMain(async () => {
     temporal,
     rateLimiter,
     metrics: createApiMetrics(orm),
-    searchIndex: createSearchIndex({ orm, maxBytes: config.query.indexMaxBytes, logger }),
+    searchIndex: searchIndexFor(config, orm, logger),
     readiness: { postgres: () => pingDatabase(orm), temporal: () => temporal.ping() },
   };
   const api = await buildApp(deps);

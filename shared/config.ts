@@ -2,6 +2,7 @@ import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import type { AnswerConfig } from './answer/types.ts';
+import type { EmbeddingsConfig } from './retrieval/embeddings.ts';
 
 /**
  * Activities (ingest jobs, settlement sweeps, deletions) one worker process runs at once: enough to
@@ -149,6 +150,12 @@ const envSchema = z.object({
   MEMORY_DERIVER_MODEL: optionalString,
   MEMORY_DERIVER_API_KEY: optionalString,
   MEMORY_DERIVER_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
+  EMBEDDINGS_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  EMBEDDINGS_MODEL: optionalString,
+  EMBEDDINGS_API_KEY: optionalString,
+  EMBEDDINGS_DIMENSIONS: z.coerce.number().int().min(8).max(8192).optional(),
+  EMBEDDINGS_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(10),
+  EMBEDDINGS_BATCH_SIZE: z.coerce.number().int().min(1).max(2048).default(64),
 });
 
 export type Config = {
@@ -223,6 +230,8 @@ export type Config = {
   query: { idempotencyRetentionMs: number; answer: AnswerConfig; indexMaxBytes: number };
   /** Native memory: the optional OpenAI-compatible claim deriver (null = the built-in rules). */
   memory: { deriver: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number } | null };
+  /** The optional OpenAI-compatible embeddings provider (null = retrieval is lexical only). */
+  embeddings: EmbeddingsConfig | null;
   accountDefaults: {
     monthlyCredits: number;
     onboardingCredits: number;
@@ -255,6 +264,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     );
   }
   const e = parsed.data;
+  if (e.EMBEDDINGS_BASE_URL && !e.EMBEDDINGS_MODEL) {
+    throw new ConfigError([{ variable: 'EMBEDDINGS_MODEL', message: 'is required when EMBEDDINGS_BASE_URL is set' }]);
+  }
   if (e.ANSWER_PROVIDER === 'openai' && (!e.ANSWER_PROVIDER_URL || !e.ANSWER_PROVIDER_MODEL)) {
     throw new ConfigError([
       { variable: e.ANSWER_PROVIDER_URL ? 'ANSWER_PROVIDER_MODEL' : 'ANSWER_PROVIDER_URL', message: 'is required when ANSWER_PROVIDER=openai' },
@@ -336,6 +348,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
             }
           : { mode: e.ANSWER_PROVIDER },
     },
+    embeddings: e.EMBEDDINGS_BASE_URL
+      ? {
+          baseUrl: e.EMBEDDINGS_BASE_URL, model: e.EMBEDDINGS_MODEL!, apiKey: e.EMBEDDINGS_API_KEY, dimensions: e.EMBEDDINGS_DIMENSIONS,
+          timeoutMs: e.EMBEDDINGS_TIMEOUT_SECONDS * 1000, batchSize: e.EMBEDDINGS_BATCH_SIZE,
+        }
+      : null,
     memory: {
       deriver: e.MEMORY_DERIVER_BASE_URL
         ? { baseUrl: e.MEMORY_DERIVER_BASE_URL, model: e.MEMORY_DERIVER_MODEL ?? 'gpt-4o-mini', apiKey: e.MEMORY_DERIVER_API_KEY, timeoutMs: e.MEMORY_DERIVER_TIMEOUT_SECONDS * 1000 }

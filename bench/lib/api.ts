@@ -7,7 +7,7 @@ import { createLogger } from '../../shared/logger.ts';
 import { createOauthServer } from '../../shared/oauth/server.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import { createTemporalClient } from '../../shared/temporal/client.ts';
-import { createSearchIndex, type SearchIndex } from '../../shared/retrieval/search-index.ts';
+import { searchIndexFor, type SearchIndex } from '../../shared/retrieval/search-index.ts';
 import type { Infra } from './infra.ts';
 
 export type BenchApi = { app: FastifyInstance; baseUrl: string; config: Config; searchIndex: SearchIndex };
@@ -41,7 +41,7 @@ export async function startBenchApi(
   const logger = createLogger(config, { name: 'api', destination: pino.destination(2) });
   const temporal = createTemporalClient(opts.temporalAddress ?? '127.0.0.1:9', config.temporal.namespace);
   infra.onStop(() => temporal.close());
-  const searchIndex = createSearchIndex({ orm: opts.orm, maxBytes: config.query.indexMaxBytes, logger });
+  const searchIndex = searchIndexFor(config, opts.orm, logger);
   const oauth = opts.mcp ? await createOauthServer({ config, orm: opts.orm }) : undefined;
   const app = await buildApp({
     config,

@@ -167,6 +167,9 @@ export function assemble(input: {
         gaps.push({ code: 'unmatched_terms', message: 'Some query terms matched no evidence.', terms: retrieval.unmatchedTerms });
       }
       if (preset === 'efficient') limitations.push({ code: 'efficient_preset', message: 'Single-pass retrieval over fewer candidates.' });
+      if (retrieval.semantic === 'unavailable') {
+        limitations.push({ code: 'semantic_unavailable', message: 'The embeddings provider or the account\'s search index was not available: ranked by words only.' });
+      }
       if (context?.truncated) limitations.push({ code: 'context_truncated', message: `Context was cut at ${context.maxChars} characters.` });
       if (conflicts.length) limitations.push({ code: 'conflicting_evidence', message: 'Evidence disagrees; see conflicts.' });
 

@@ -57,6 +57,7 @@ async function citationLookup(deps: QueryDeps, boundary: Boundary, handle: strin
   const ranked = found ? [{ ...found, score: 1 }] : [];
   return {
     ranked,
+    semantic: 'off',
     candidates: ranked.length,
     matchedTerms: [],
     unmatchedTerms: [],

@@ -28,7 +28,11 @@ export type Filter = {
   agentId: string | null;
 };
 
-export type DocTerms = { lexemes: string[]; tfs: number[]; length: number };
+export type DocTerms = {
+  lexemes: string[]; tfs: number[]; length: number;
+  /** Its embedding (unit length) when the account's documents are embedded (embeddings.ts). */
+  vector?: Float32Array;
+};
 export type RecordDoc = DocTerms & { id: string; sourceId: string; tid?: number; audience?: string | null };
 export type MessageDoc = DocTerms & {
   id: string; sessionId: string; peerId: string; audience: string | null; agentId: string | null;
@@ -168,6 +172,9 @@ export class AccountIndex {
   private readonly sessions = new Map<number, number[]>();
   private readonly orderKey = new Map<number, [number, string, number]>();
   private readonly byId = new Map<string, number>();
+  /** Embedded documents' vectors, and the claim each message leads to (fusion groups as search does). */
+  private readonly vectors = new Map<number, Float32Array>();
+  private readonly claimOf = new Map<number, number>();
   private readonly terms = new Map<string, Segment[]>();
   private readonly liveDocs: [number, number, number] = [0, 0, 0];
   private readonly liveLength: [number, number, number] = [0, 0, 0];
@@ -191,7 +198,9 @@ export class AccountIndex {
   }
 
   bytes(): number {
-    return this.postings * POSTING_BYTES + this.ids.length * DOC_BYTES + this.terms.size * LEXEME_BYTES;
+    let vectors = 0;
+    for (const v of this.vectors.values()) vectors += v.byteLength;
+    return this.postings * POSTING_BYTES + this.ids.length * DOC_BYTES + this.terms.size * LEXEME_BYTES + vectors;
   }
 
   /** Own statistics: counted over the live documents (document frequencies when asked). */
@@ -226,6 +235,7 @@ export class AccountIndex {
   private kill(d: number): void {
     if (!this.alive[d]) return;
     this.alive[d] = 0;
+    this.vectors.delete(d);
     this.liveDocs[this.kind[d] as DocKind]--;
     this.liveLength[this.kind[d] as DocKind] -= this.length[d]!;
     this.dead++;
@@ -242,6 +252,7 @@ export class AccountIndex {
     const built = new Map<string, Postings>();
     // Memory documents are kept until finish (their place in a session, their claim's message); records need nothing more.
     const added: { d: number; kind: DocKind; doc: MessageDoc | ClaimDoc | null }[] = [];
+    const pendingVectors = new Map<number, Float32Array>();
     return {
       add: (docs) => {
         for (const { kind, doc } of docs) {
@@ -260,6 +271,7 @@ export class AccountIndex {
             this.agent[d] = this.optional(m.agentId);
           }
           added.push({ d, kind, doc: kind === RECORD ? null : (doc as MessageDoc | ClaimDoc) });
+          if (doc.vector) pendingVectors.set(d, doc.vector);
           for (let i = 0; i < doc.lexemes.length; i++) {
             const lexeme = doc.lexemes[i]!;
             let p = built.get(lexeme);
@@ -287,7 +299,12 @@ export class AccountIndex {
           } else if (kind === MESSAGE) this.place(d, doc as MessageDoc);
         }
         // Claims find their message once every message of the batch has its place.
-        for (const { d, kind, doc } of added) if (kind === CLAIM && (doc as ClaimDoc).messageId) this.link[d] = this.byId.get((doc as ClaimDoc).messageId!) ?? -1;
+        for (const { d, kind, doc } of added) {
+          if (kind !== CLAIM || !(doc as ClaimDoc).messageId) continue;
+          this.link[d] = this.byId.get((doc as ClaimDoc).messageId!) ?? -1;
+          if (this.link[d]! >= 0) this.claimOf.set(this.link[d]!, d);
+        }
+        for (const [d, v] of pendingVectors) this.vectors.set(d, v);
         for (const [lexeme, p] of built) {
           const seg = p.segment();
           this.postings += seg.docs.length;
@@ -302,6 +319,7 @@ export class AccountIndex {
         }
         added.length = 0;
         built.clear();
+        pendingVectors.clear();
       },
     };
   }
@@ -425,7 +443,7 @@ export class AccountIndex {
    * The best `limit` hits for the query words. `stats`: statistics counted elsewhere (PostgreSQL's, for
    * an index built from candidates); otherwise this index's own. `adjacency`: add neighbours' scores.
    */
-  search(f: Filter, words: QueryWord[], opts: { limit: number; adjacency: boolean; stats?: Statistics }): SearchResult {
+  search(f: Filter, words: QueryWord[], opts: { limit: number; adjacency: boolean; stats?: Statistics; semantic?: Float32Array }): SearchResult {
     this.prepare();
     const n = this.ids.length;
     if (this.acc.length < n) {
@@ -507,7 +525,8 @@ export class AccountIndex {
         keys.push(key);
       }
     }
-    const heap = new TopK(opts.limit, idRank);
+    // With a query vector, the best FUSE_DEPTH lexical hits are fused with the best semantic ones.
+    const heap = new TopK(opts.semantic ? FUSE_DEPTH : opts.limit, idRank);
     for (const k of keys) {
       const l = lead[k]!;
       heap.offer(l >= 0 ? l : k, l >= 0 ? Math.max(acc[k]!, acc[l]!) : acc[k]!);
@@ -515,7 +534,7 @@ export class AccountIndex {
       lead[k] = -1;
     }
     for (const d of scored) acc[d] = 0;
-    const top = heap.sorted();
+    const top = opts.semantic ? this.fuse(heap.sorted(), opts.semantic, isVisible, opts.limit) : heap.sorted();
     const hits = top.docs.map((d, i): Hit => ({
       kind: kind[d] as DocKind, id: this.ids[d]!, score: top.scores[i]!,
       ...(kind[d] === RECORD && this.tid[d]! >= 0 ? { tid: formatTid(this.tid[d]!) } : {}),
@@ -523,7 +542,42 @@ export class AccountIndex {
     }));
     return { hits, matched };
   }
+
+  /**
+   * The lexical hits (best first, each led by a claim or the document itself) fused with the visible
+   * embedded documents nearest the query vector: one list by BM25, one by cosine, reciprocal rank
+   * fusion. A message found by meaning is led by the claim derived from it, as lexical hits are.
+   */
+  private fuse(lexical: { docs: number[]; scores: number[] }, q: Float32Array, isVisible: (d: number) => boolean, limit: number) {
+    const near = new TopK(FUSE_DEPTH, this.idRank);
+    for (const [d, v] of this.vectors) {
+      if (v.length !== q.length || !isVisible(d)) continue;
+      let dot = 0;
+      for (let i = 0; i < v.length; i++) dot += v[i]! * q[i]!;
+      near.offer(d, dot);
+    }
+    const keyOf = (d: number) => (this.kind[d] === CLAIM && this.link[d]! >= 0 && isVisible(this.link[d]!) ? this.link[d]! : d);
+    const fused = new Map<number, { lead: number; score: number }>();
+    const add = (lead: number, rank: number) => {
+      const key = keyOf(lead);
+      const item = fused.get(key) ?? { lead, score: 0 };
+      item.score += 1 / (RRF_K + rank + 1);
+      fused.set(key, item);
+    };
+    lexical.docs.forEach((d, rank) => add(d, rank));
+    near.sorted().docs.forEach((d, rank) => {
+      const claim = this.claimOf.get(d);
+      add(claim !== undefined && isVisible(claim) ? claim : d, rank);
+    });
+    const order = [...fused.values()].sort((a, b) => b.score - a.score || this.idRank[a.lead]! - this.idRank[b.lead]!).slice(0, limit);
+    return { docs: order.map((x) => x.lead), scores: order.map((x) => x.score) };
+  }
 }
+
+/** Ranks fused (reciprocal rank fusion): each list adds 1 / (RRF_K + rank). */
+const RRF_K = 60;
+/** Hits of each list that take part in the fusion. */
+const FUSE_DEPTH = 100;
 
 /** The best k of (doc, score): higher score first, then the smaller id. */
 class TopK {

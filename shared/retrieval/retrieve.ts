@@ -19,16 +19,17 @@ import { isStopWord, words, type TsVector } from './text.ts';
  * - efficient: the query's words as they are; the best evidence as ranked, with the priors.
  * - accuracy: words of five or more letters also match as prefixes; the best documents of a first
  *   search lend the query their characteristic words (pseudo-relevance feedback); a name that matched
- *   nothing is searched by its near spellings in the account (misspelt names); more candidates come
- *   back from PostgreSQL.
+ *   nothing is searched by its near spellings in the account (misspelt names); with an embeddings
+ *   provider, the documents nearest the question in meaning are fused in (reciprocal rank fusion); more
+ *   candidates come back from PostgreSQL.
  * - bm25 (benchmark baseline only): BM25 alone, without neighbours, expansion or priors.
  */
 
-export type Plan = { candidates: number; expand: boolean; spelling: boolean; adjacency: boolean; feedback: boolean };
+export type Plan = { candidates: number; expand: boolean; spelling: boolean; adjacency: boolean; feedback: boolean; semantic: boolean };
 export const PLANS: Record<Strategy, Plan> = {
-  efficient: { candidates: 30, expand: false, spelling: false, adjacency: true, feedback: false },
-  accuracy: { candidates: 120, expand: true, spelling: true, adjacency: true, feedback: true },
-  bm25: { candidates: 120, expand: false, spelling: false, adjacency: false, feedback: false },
+  efficient: { candidates: 30, expand: false, spelling: false, adjacency: true, feedback: false, semantic: false },
+  accuracy: { candidates: 120, expand: true, spelling: true, adjacency: true, feedback: true, semantic: true },
+  bm25: { candidates: 120, expand: false, spelling: false, adjacency: false, feedback: false, semantic: false },
 };
 
 export const EVIDENCE_LIMIT = 10;
@@ -41,6 +42,11 @@ const KIND = { record: RECORD, message: MESSAGE, claim: CLAIM } as const;
 
 export type Retrieval = {
   ranked: Scored[];
+  /**
+   * The semantic side (embeddings, accuracy only): `used`; `unavailable` when configured but the query
+   * could not be embedded or the account's index was not in memory (ranked lexically); `off`.
+   */
+  semantic: 'used' | 'unavailable' | 'off';
   /** Documents scored (the copy's hits, or PostgreSQL's candidates). */
   candidates: number;
   matchedTerms: string[];
@@ -129,9 +135,9 @@ async function fallback(em: EntityManager, b: Boundary, a: Analyzed, ws: QueryWo
 }
 
 /** The hits of the in-memory copy, fetched from PostgreSQL (the boundary applied again there). */
-async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, a: Analyzed, ws: QueryWord[], plan: Plan): Promise<Searched> {
+async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, a: Analyzed, ws: QueryWord[], plan: Plan, semantic?: Float32Array): Promise<Searched> {
   const filter = filterOf(b);
-  const opts = { limit: FETCH_LIMIT, adjacency: plan.adjacency };
+  const opts = { limit: FETCH_LIMIT, adjacency: plan.adjacency, ...(semantic ? { semantic } : {}) };
   let found = index.search(filter, ws, opts);
   if (plan.feedback && found.hits.length) {
     const top = found.hits.slice(0, FEEDBACK.docs);
@@ -162,12 +168,16 @@ export async function retrieve(
     // Scoped context without a query (or a query of stop words only): the most recent content in scope.
     const cands = query ? [] : await fetchCandidates(em, boundary, { type: 'recent' }, plan.candidates);
     const ranked = rank(cands.map((c) => ({ cand: c, score: 1 })), strategy);
-    return { ranked, candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
+    return { ranked, semantic: 'off', candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
   }
   const row = opts.analyzed?.row ?? (await prepared<Record<string, unknown>>(em, `select ${reading.columns}`, reading.params))[0] ?? {};
   const a = reading.read(row);
+  // The question is embedded while the copy is checked (accuracy, with an embeddings provider).
+  const embedder = plan.semantic ? opts.index?.embedder : null;
+  const vector = embedder ? embedder.embed([query]).then(([v]) => v, () => undefined) : Promise.resolve(undefined);
   const copy = opts.index ? await opts.index.current(boundary.accountId, a.versions) : null;
-  const search = (ws: QueryWord[]) => (copy ? fromCopy(em, boundary, copy, a, ws, plan) : fallback(em, boundary, a, ws, plan));
+  const semantic = copy ? await vector : undefined;
+  const search = (ws: QueryWord[]) => (copy ? fromCopy(em, boundary, copy, a, ws, plan, semantic) : fallback(em, boundary, a, ws, plan));
   let result = await search(a.words);
   const matched = new Set(a.words.flatMap((w, i) => w.filter((_, j) => result.found.matched[i]![j]).map((t) => t.lexeme)));
   const unmatched = a.lexemes.filter((l) => !matched.has(l));
@@ -190,6 +200,7 @@ export async function retrieve(
   });
   return {
     ranked: rank(hits, strategy),
+    semantic: !embedder ? 'off' : semantic ? 'used' : 'unavailable',
     candidates: result.scored,
     matchedTerms: a.lexemes.filter((l) => matched.has(l)),
     unmatchedTerms: unmatched,

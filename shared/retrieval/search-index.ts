@@ -5,6 +5,8 @@ import { bound } from '../db/sql.ts';
 import type { Logger } from '../logger.ts';
 import { AccountIndex, parseTid, type ClaimDoc, type MessageDoc, type RecordDoc } from './account-index.ts';
 import { CLAIM, MESSAGE, RECORD } from './bm25.ts';
+import type { Config } from '../config.ts';
+import { createEmbedder, fromBytes, type Embedder } from './embeddings.ts';
 import { RECORD_LENGTH } from './terms.ts';
 
 /**
@@ -30,6 +32,8 @@ export const MEMORY_VERSION_SQL = 'coalesce((select version from memory_index_ve
 export type Versions = { records: number; memory: number };
 
 export type SearchIndex = {
+  /** Makes the query vectors compared with the documents' (null: lexical retrieval only). */
+  embedder: Embedder | null;
   /**
    * The account's copy at or past `versions`, after waiting up to `waitMs` for it to catch up; null
    * when there is none in time (a refresh goes on in the background).
@@ -70,13 +74,17 @@ async function* cursor<T>(tx: EntityManager, name: string, select: string, param
   await bound(tx, `close ${name}`, []);
 }
 
-async function loadRecords(em: EntityManager, into: AccountIndex, sourceIds: string[]): Promise<void> {
+/** A row's vector when it was made by the model queries are embedded with. */
+const VECTOR = (alias: string) => `case when ${alias}.embedding_model = ? then ${alias}.embedding end as vector`;
+const vectorOf = (r: { vector: Buffer | null }) => (r.vector ? { vector: fromBytes(r.vector) } : {});
+
+async function loadRecords(em: EntityManager, into: AccountIndex, sourceIds: string[], model: string | null): Promise<void> {
   const batch = into.batch();
   await em.transactional(async (tx) => {
-    type Row = Terms & { id: string; source_id: string; tid: string };
-    for await (const rows of cursor<Row>(tx, 'cairn_index_records', `select r.id, r.source_id, r.ctid::text as tid, l.len, t.lexemes, t.tfs
-        from record r ${RECORD_LENGTH} ${TERMS('r.tsv')} where r.source_id = any(?::uuid[])`, [sourceIds])) {
-      batch.add(rows.map((r) => ({ kind: RECORD, doc: { id: r.id, sourceId: r.source_id, tid: parseTid(r.tid), ...terms(r) } satisfies RecordDoc })));
+    type Row = Terms & { id: string; source_id: string; tid: string; vector: Buffer | null };
+    for await (const rows of cursor<Row>(tx, 'cairn_index_records', `select r.id, r.source_id, r.ctid::text as tid, l.len, t.lexemes, t.tfs, ${VECTOR('r')}
+        from record r ${RECORD_LENGTH} ${TERMS('r.tsv')} where r.source_id = any(?::uuid[])`, [model, sourceIds])) {
+      batch.add(rows.map((r) => ({ kind: RECORD, doc: { id: r.id, sourceId: r.source_id, tid: parseTid(r.tid), ...terms(r), ...vectorOf(r) } satisfies RecordDoc })));
     }
   });
   batch.finish();
@@ -86,7 +94,7 @@ async function loadRecords(em: EntityManager, into: AccountIndex, sourceIds: str
  * Memory stamped after the copy's version, in one snapshot with the version read: messages first, so
  * the claims of the same commit find the message they group with.
  */
-async function loadMemory(em: EntityManager, into: AccountIndex, accountId: string, fresh: boolean): Promise<'loaded' | 'reset'> {
+async function loadMemory(em: EntityManager, into: AccountIndex, accountId: string, fresh: boolean, model: string | null): Promise<'loaded' | 'reset'> {
   return em.transactional(async (tx) => {
     const [v] = await bound<{ version: string; reset_at: string }>(tx,
       'select version, reset_at from memory_index_version where account_id = ?', [accountId]);
@@ -95,16 +103,19 @@ async function loadMemory(em: EntityManager, into: AccountIndex, accountId: stri
     const range = [accountId, into.memoryVersion, version];
     const batch = into.batch();
     const removed: string[] = [];
-    type Message = Terms & { id: string; session_id: string; peer_id: string; audience: string | null; agent_id: string | null; at: number; event_id: string; position: number };
+    type Message = Terms & {
+      id: string; session_id: string; peer_id: string; audience: string | null; agent_id: string | null; at: number; event_id: string; position: number;
+      vector: Buffer | null;
+    };
     for await (const rows of cursor<Message>(tx, 'cairn_index_messages', `select m.id, m.session_id, m.peer_id, m.audience, m.agent_id,
-        extract(epoch from m.created_at)::float8 * 1000 as at, m.event_id, m.position, cairn_tsv_length(m.tsv) as len, t.lexemes, t.tfs
+        extract(epoch from m.created_at)::float8 * 1000 as at, m.event_id, m.position, cairn_tsv_length(m.tsv) as len, t.lexemes, t.tfs, ${VECTOR('m')}
         from memory_event e join memory_message m on m.event_id = e.id ${TERMS('m.tsv')}
-       where e.account_id = ? and e.indexed_at > ? and e.indexed_at <= ? and m.available`, range)) {
+       where e.account_id = ? and e.indexed_at > ? and e.indexed_at <= ? and m.available`, [model, ...range])) {
       batch.add(rows.map((r) => ({
         kind: MESSAGE,
         doc: {
           id: r.id, sessionId: r.session_id, peerId: r.peer_id, audience: r.audience, agentId: r.agent_id, at: Number(r.at),
-          eventId: r.event_id, position: r.position, ...terms(r),
+          eventId: r.event_id, position: r.position, ...terms(r), ...vectorOf(r),
         } satisfies MessageDoc,
       })));
     }
@@ -127,7 +138,8 @@ async function loadMemory(em: EntityManager, into: AccountIndex, accountId: stri
   }, { isolationLevel: 'repeatable read', readOnly: true });
 }
 
-export function createSearchIndex(opts: { orm: Orm; maxBytes: number; logger?: Logger }): SearchIndex {
+export function createSearchIndex(opts: { orm: Orm; maxBytes: number; logger?: Logger; embedder?: Embedder | null }): SearchIndex {
+  const model = opts.embedder?.model ?? null;
   const accounts = new Map<string, AccountIndex>();
   const refreshing = new Map<string, Promise<boolean>>();
   const tooLarge = new Map<string, { versions: string; at: number }>();
@@ -173,7 +185,7 @@ export function createSearchIndex(opts: { orm: Orm; maxBytes: number; logger?: L
         const estimate = Number(size!.postings) * POSTING_BYTES + Number(size!.records) * DOC_BYTES;
         if (index.bytes() + estimate > opts.maxBytes) return refuse(estimate);
         try {
-          await loadRecords(em, index, added.map((s) => s.id));
+          await loadRecords(em, index, added.map((s) => s.id), model);
         } catch (err) {
           // A copy with sources registered but not loaded would miss their records at a later version.
           accounts.delete(accountId);
@@ -183,7 +195,7 @@ export function createSearchIndex(opts: { orm: Orm; maxBytes: number; logger?: L
       index.recordVersion = versions.records;
     }
     if (index.memoryVersion < versions.memory || fresh) {
-      if ((await loadMemory(em, index, accountId, fresh)) === 'reset') {
+      if ((await loadMemory(em, index, accountId, fresh, model)) === 'reset') {
         // Something was deleted since: load everything again, into a new copy.
         accounts.delete(accountId);
         return refresh(accountId);
@@ -215,6 +227,7 @@ export function createSearchIndex(opts: { orm: Orm; maxBytes: number; logger?: L
   }
 
   return {
+    embedder: opts.embedder ?? null,
     async current(accountId, versions, waitMs = WAIT_MS) {
       if (opts.maxBytes <= 0) return null;
       const deadline = performance.now() + waitMs;
@@ -242,4 +255,9 @@ export function createSearchIndex(opts: { orm: Orm; maxBytes: number; logger?: L
     warm,
     usage: () => ({ accounts: accounts.size, bytes: totalBytes() }),
   };
+}
+
+/** The search index an API process runs with: its memory budget and embeddings provider from the configuration. */
+export function searchIndexFor(config: Pick<Config, 'query' | 'embeddings'>, orm: Orm, logger?: Logger): SearchIndex {
+  return createSearchIndex({ orm, maxBytes: config.query.indexMaxBytes, ...(logger ? { logger } : {}), embedder: config.embeddings ? createEmbedder(config.embeddings) : null });
 }

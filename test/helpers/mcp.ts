@@ -9,7 +9,7 @@ import type { Logger } from '../../shared/logger.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import { createOauthServer } from '../../shared/oauth/server.ts';
 import type { TemporalClientHandle } from '../../shared/temporal/client.ts';
-import { createSearchIndex } from '../../shared/retrieval/search-index.ts';
+import { searchIndexFor } from '../../shared/retrieval/search-index.ts';
 import { memoryLogger } from './services.ts';
 
 export type McpStack = {
@@ -52,7 +52,7 @@ export async function startMcpStack(opts: {
     temporal: opts.temporal,
     oauth,
     rateLimiter: opts.rateLimiter,
-    searchIndex: createSearchIndex({ orm: opts.orm, maxBytes: config.query.indexMaxBytes, logger }),
+    searchIndex: searchIndexFor(config, opts.orm, logger),
     ...(opts.tools ? { mcpTools: opts.tools } : {}),
     readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => opts.temporal.ping() },
   };

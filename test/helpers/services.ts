@@ -10,7 +10,7 @@ import { createLogger, type Logger } from '../../shared/logger.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import type { ApiMetrics, WorkerMetrics } from '../../shared/ops/metrics.ts';
 import { createTemporalClient, type TemporalClientHandle } from '../../shared/temporal/client.ts';
-import { createSearchIndex } from '../../shared/retrieval/search-index.ts';
+import { searchIndexFor } from '../../shared/retrieval/search-index.ts';
 import { createWorker, type CairnWorker, type WorkerDeps } from '../../shared/temporal/worker.ts';
 
 /** A logger whose lines are kept in memory, so tests can assert on what was (not) logged. */
@@ -48,7 +48,7 @@ export async function startApi(opts: {
     temporal: opts.temporal,
     rateLimiter: opts.rateLimiter,
     metrics: opts.metrics,
-    searchIndex: createSearchIndex({ orm: opts.orm, maxBytes: config.query.indexMaxBytes }),
+    searchIndex: searchIndexFor(config, opts.orm),
     logger: opts.logger ?? memoryLogger().logger,
     readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => opts.temporal.ping() },
   });
