@@ -5,7 +5,7 @@ import { mapError } from '../plugins/errors.ts';
 import type { MetadataSource } from '../../shared/oauth/metadata.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import type { OauthTokenResolver } from '../../shared/oauth/server.ts';
-import { authenticateMcp, checkOrigin, isAllowedOrigin } from './authenticate.ts';
+import { authenticateMcp, requestGuard } from './authenticate.ts';
 import {
   McpHttpError,
   PREFERRED_PROTOCOL_VERSION,
@@ -49,11 +49,13 @@ const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h
  * The hosted MCP endpoint (spec 2.5, 4.6), mounted at the MCP listener's root and under /mcp on the
  * API port: discovery metadata, GET/DELETE 405, and POST, one stateless Streamable HTTP message per
  * request through the MCP SDK (a fresh server and transport each time, JSON responses). The checks
- * before the SDK run in a fixed order: Origin (403), credential (401), Accept (406), media type (415),
+ * before the SDK run in a fixed order: Host and Origin (403), credential (401), Accept (406), media type (415),
  * envelope and version (400), rate limit (429).
  */
 export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions): Promise<void> {
   const metadataUrl = resourceMetadataUrl(opts.resource);
+  const guard = requestGuard(opts.config);
+  const checkHostAndOrigin = (request: FastifyRequest) => guard.check(first(request.headers.host), first(request.headers.origin));
 
   // The body is read as bytes and judged here (rules 4 and 2.5), not by Fastify's JSON parser.
   app.removeAllContentTypeParsers();
@@ -80,7 +82,7 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
       reply.header('access-control-allow-origin', '*');
       return;
     }
-    if (isAllowedOrigin(origin, opts.config.mcp)) {
+    if (guard.originAllowed(origin)) {
       reply
         .header('access-control-allow-origin', origin)
         .header('vary', 'Origin')
@@ -90,7 +92,7 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
 
   const hide = { schema: { hide: true } };
   app.options('/', hide, async (request, reply) => {
-    checkOrigin(first(request.headers.origin), opts.config.mcp);
+    checkHostAndOrigin(request);
     return reply
       .code(204)
       .header('access-control-allow-methods', 'POST')
@@ -106,7 +108,7 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
 
   // No server-initiated stream is offered: GET (and DELETE, there being no sessions) are 405.
   const notAllowed = async (request: FastifyRequest, reply: FastifyReply) => {
-    checkOrigin(first(request.headers.origin), opts.config.mcp);
+    checkHostAndOrigin(request);
     await authenticate(request);
     return reply
       .code(405)
@@ -119,7 +121,7 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
   app.delete('/', hide, notAllowed);
 
   app.post('/', hide, async (request, reply) => {
-    checkOrigin(first(request.headers.origin), opts.config.mcp);
+    checkHostAndOrigin(request);
     const principal = await authenticate(request);
     checkAccept(first(request.headers.accept));
     const text = decodeJsonBody(first(request.headers['content-type']), (request.body as Buffer | undefined) ?? Buffer.alloc(0));

@@ -18,6 +18,7 @@ const probe = defineTool({
   title: 'probe',
   description: 'Test tool.',
   input: z.strictObject({}),
+  output: z.object({ account: z.string(), scopes: z.array(z.string()) }),
   scopes: ['memory.read'],
   annotations: { readOnlyHint: true },
   run: async (ctx) => ({ data: { account: ctx.principal.email, scopes: [...ctx.principal.scopes] } }),

@@ -32,6 +32,7 @@ const tool = (name: string, scope: 'memory.read' | 'memory.write') =>
     title: name,
     description: `Test tool needing ${scope}.`,
     input: z.strictObject({}),
+    output: z.object({ account: z.string(), kind: z.string(), scopes: z.array(z.string()) }),
     scopes: [scope],
     annotations: { readOnlyHint: scope === 'memory.read' },
     run: async (ctx) => ({ data: { account: ctx.principal.email, kind: ctx.principal.kind, scopes: [...ctx.principal.scopes] } }),
