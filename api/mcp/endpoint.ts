@@ -2,6 +2,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../shared/config.ts';
 import { mapError } from '../plugins/errors.ts';
+import { CONNECTED_APP_SCOPES } from '../../shared/oauth/connected-apps.ts';
 import type { MetadataSource } from '../../shared/oauth/metadata.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import type { OauthTokenResolver } from '../../shared/oauth/server.ts';
@@ -34,10 +35,15 @@ export type McpEndpointOptions = {
 /** The MCP endpoint's protected-resource metadata lives at {mount}/.well-known/oauth-protected-resource. */
 export const resourceMetadataUrl = (resource: string) => new URL('.well-known/oauth-protected-resource', resource.endsWith('/') ? resource : `${resource}/`).href;
 
-/** RFC 9728 protected-resource metadata of one mount of the MCP endpoint. */
+/**
+ * RFC 9728 protected-resource metadata of one mount of the MCP endpoint. With the built-in server it
+ * lists the scopes an MCP client should request (clients send none when none are listed); an external
+ * identity provider's scope names are its own, so none are listed for it.
+ */
 export const protectedResourceMetadata = (config: Config, resource: string) => ({
   resource,
   authorization_servers: [config.oauth.issuer],
+  ...(config.oauth.mode === 'builtin' ? { scopes_supported: [...CONNECTED_APP_SCOPES] } : {}),
   bearer_methods_supported: ['header'],
   resource_name: 'Cairn MCP',
   resource_documentation: `${config.publicBaseUrl}/docs`,

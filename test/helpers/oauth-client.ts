@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { SESSION_COOKIE } from '../../api/plugins/auth.ts';
@@ -15,14 +16,19 @@ export class MemoryOAuthClient implements OAuthClientProvider {
   verifier = '';
   authorizationUrl: URL | undefined;
 
-  constructor(name = 'Test MCP client') {
+  /**
+   * A client without a configured scope, like the SDK's examples: the SDK then requests the scopes
+   * the protected-resource metadata lists. Names differ per instance unless given, so that tests do
+   * not see each other's registrations grouped into one connected application.
+   */
+  constructor(name = `Test MCP client ${randomBytes(3).toString('hex')}`, opts: { scope?: string } = {}) {
     this.clientMetadata = {
       client_name: name,
       redirect_uris: [this.redirectUrl],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
-      scope: 'openid',
+      ...(opts.scope ? { scope: opts.scope } : {}),
     };
   }
   clientInformation() {

@@ -19,6 +19,7 @@ import { Migration0018MemoryWriteNoNotify } from './0018-memory-write-no-notify.
 import { Migration0019MemoryFillfactor } from './0019-memory-fillfactor.ts';
 import { Migration0020ClaimConflictsOneWay } from './0020-claim-conflicts-one-way.ts';
 import { Migration0021RecordForeignKeys } from './0021-record-foreign-keys.ts';
+import { Migration0022ConnectedAppRedirectUris } from './0022-connected-app-redirect-uris.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -48,4 +49,5 @@ export const migrationsList = [
   { name: '0019-memory-fillfactor', class: Migration0019MemoryFillfactor },
   { name: '0020-claim-conflicts-one-way', class: Migration0020ClaimConflictsOneWay },
   { name: '0021-record-foreign-keys', class: Migration0021RecordForeignKeys },
+  { name: '0022-connected-app-redirect-uris', class: Migration0022ConnectedAppRedirectUris },
 ];

@@ -98,6 +98,8 @@ describe('external identity provider', () => {
   it('the MCP endpoint names it and republishes only allowlisted fields of its metadata; no built-in server is mounted', async () => {
     const prm = (await (await fetch(new URL('.well-known/oauth-protected-resource', stack.mcpUrl))).json()) as Json;
     expect(prm.authorization_servers).toEqual([issuer]);
+    // The provider's scope names are its own: none are suggested to clients.
+    expect(prm.scopes_supported).toBeUndefined();
     const as = (await (await fetch(new URL('.well-known/oauth-authorization-server', stack.mcpUrl))).json()) as Json;
     expect(as).toEqual({
       issuer,
@@ -115,7 +117,9 @@ describe('external identity provider', () => {
     expect(res.status).toBe(200);
     expect(res.body.result.structuredContent).toEqual({ account: alice.email, scopes: ['memory.read', 'query'] });
     const apps = await new ApiClient(stack.baseUrl).get('/v1/account/connected-apps', { as: { cookie: aliceCookie } });
-    expect(apps.body.connectedApps).toMatchObject([{ clientId: 'ext-client', scopes: ['memory.read'] }]);
+    expect(apps.body.connectedApps).toMatchObject([
+      { clientName: null, redirectUris: [], scopes: ['memory.read'], registrations: [{ clientId: 'ext-client', scopes: ['memory.read'] }] },
+    ]);
   });
 
   it('refuses tokens for another audience or issuer, expired ones, unverified or unknown emails, unsigned ones', async () => {
@@ -136,9 +140,10 @@ describe('external identity provider', () => {
     const api = new ApiClient(stack.baseUrl);
     const old = await token({ client_id: 'ext-two' });
     expect((await call(old)).status).toBe(200);
-    const app = (await api.get('/v1/account/connected-apps', { as: { cookie: aliceCookie } })).body.connectedApps.find(
-      (a: Json) => a.clientId === 'ext-two',
-    );
+    const apps = (await api.get('/v1/account/connected-apps', { as: { cookie: aliceCookie } })).body.connectedApps as Json[];
+    // External clients have no redirect URIs to group by: one application per client.
+    expect(apps.map((a) => a.registrations.map((r: Json) => r.clientId))).toEqual(expect.arrayContaining([['ext-client'], ['ext-two']]));
+    const app = apps.find((a) => a.registrations[0].clientId === 'ext-two')!;
     expect((await api.delete(`/v1/account/connected-apps/${app.id}`, { as: { cookie: aliceCookie } })).status).toBe(200);
     expect((await call(old)).status).toBe(401);
     const fresh = await token({ client_id: 'ext-two' }, { iat: Math.floor(Date.now() / 1000) + 2 });

@@ -109,6 +109,8 @@ describe('discovery metadata', () => {
     expect(body).toMatchObject({
       resource: stack.mcpUrl,
       authorization_servers: [`${stack.baseUrl}/oauth`],
+      // What an MCP client should request (the MCP SDK requests nothing when none are listed).
+      scopes_supported: ['memory.read', 'memory.write'],
       bearer_methods_supported: ['header'],
     });
   });
@@ -126,12 +128,19 @@ describe('discovery metadata', () => {
       code_challenge_methods_supported: ['S256'],
       grant_types_supported: ['authorization_code', 'refresh_token'],
     });
-    // The provider's own document says the same about the endpoints the MCP client uses.
-    const own: Json = await (await fetch(`${stack.baseUrl}/oauth/.well-known/openid-configuration`)).json();
-    for (const k of ['issuer', 'authorization_endpoint', 'token_endpoint', 'registration_endpoint', 'revocation_endpoint']) {
-      expect(body[k], k).toBe(own[k]);
+    expect(body.scopes_supported).toEqual(['openid', 'offline_access', 'profile', 'email', 'memory.read', 'memory.write']);
+    expect(body.response_types_supported).toEqual(['code']);
+    // The provider's own document (at both addresses clients try) says the same, and advertises only
+    // the grants it supports: no implicit grant, no hybrid response types.
+    for (const url of [`${stack.baseUrl}/oauth/.well-known/openid-configuration`, `${stack.baseUrl}/.well-known/oauth-authorization-server/oauth`]) {
+      const own: Json = await (await fetch(url)).json();
+      for (const k of ['issuer', 'authorization_endpoint', 'token_endpoint', 'registration_endpoint', 'revocation_endpoint', 'scopes_supported']) {
+        expect(body[k], k).toEqual(own[k]);
+      }
+      expect(own.code_challenge_methods_supported).toEqual(['S256']);
+      expect(own.grant_types_supported).toEqual(['authorization_code', 'refresh_token']);
+      expect(own.response_types_supported).toEqual(['code']);
     }
-    expect(own.code_challenge_methods_supported).toEqual(['S256']);
   });
 
   it('the /mcp mount on the API port has its own resource metadata, also at the RFC 9728 path-inserted address', async () => {
