@@ -151,7 +151,12 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
 function interactionPolicyWithConsent() {
   const policy = interactionPolicy.base();
   policy.get('consent')!.checks.add(
-    new interactionPolicy.Check('consent_every_authorization', 'every authorization is confirmed by the user', (ctx) => !ctx.oidc.result?.consent),
+    new interactionPolicy.Check(
+      'consent_every_authorization',
+      'every authorization is confirmed by the user',
+      'consent_required',
+      (ctx) => !ctx.oidc.result?.consent,
+    ),
   );
   return policy;
 }

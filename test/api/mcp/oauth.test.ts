@@ -264,6 +264,21 @@ describe('scopes (a request naming none gets the documented defaults; the token 
     expect((await mcpWithToken(tokens.access_token)).body.result).toMatchObject({ isError: true, structuredContent: { error: { code: 'forbidden' } } });
   });
 
+  it('every authorization shows consent: right after one, in the same browser, prompt=none is refused', async () => {
+    const oauth = new MemoryOAuthClient();
+    const browser = new Browser(stack.baseUrl, aliceCookie);
+    await expect(new Client({ name: 'x', version: '1' }).connect(transportFor(oauth))).rejects.toThrow(/Unauthorized/i);
+    await consent(browser, oauth.authorizationUrl!, ['memory.read']);
+    // The same browser now holds the provider's session and a grant of memory.read for this client:
+    // asking for no more than that again still shows the consent page.
+    const again = new URL(oauth.authorizationUrl!);
+    again.searchParams.set('scope', 'memory.read');
+    expect((await browser.follow(again.href)).text).toMatch(/Connect .+ to your memory\?/);
+    again.searchParams.set('prompt', 'none');
+    const refused = await browser.follow(again.href);
+    expect(new URL(refused.location!).searchParams.get('error')).toBe('consent_required');
+  });
+
   it('naming one MCP scope pre-selects it; the user may still grant the other', async () => {
     const { checked, tokens } = await authorizeNaming('memory.write', ['memory.read', 'memory.write']);
     expect(checked).toEqual(['memory.write']);
