@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -18,14 +19,19 @@ export class MemoryOAuthClient implements OAuthClientProvider {
   verifier = '';
   authorizationUrl: URL | undefined;
 
-  constructor(name = 'Test MCP client') {
+  /**
+   * A client without a configured scope, like the SDK's examples: the SDK then requests the scopes
+   * the protected-resource metadata lists. Names differ per instance unless given, so that tests do
+   * not see each other's registrations grouped into one connected application.
+   */
+  constructor(name = `Test MCP client ${randomBytes(3).toString('hex')}`, opts: { scope?: string } = {}) {
     this.clientMetadata = {
       client_name: name,
       redirect_uris: [this.redirectUrl],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
-      scope: 'openid',
+      ...(opts.scope ? { scope: opts.scope } : {}),
     };
   }
   clientInformation() {
@@ -97,7 +103,7 @@ export class Browser {
 export async function consent(browser: Browser, authorizationUrl: URL, scopes: string[]): Promise<URL> {
   const page = await browser.follow(authorizationUrl.href);
   expect(page.status, page.text).toBe(200);
-  expect(page.text).toContain('Connect Test MCP client');
+  expect(page.text).toMatch(/Connect .+ to your memory\?/);
   const action = /<form method="post" action="([^"]+)"/.exec(page.text)![1]!;
   const done = await browser.request(action, { form: { scope: scopes } });
   expect(done.status, done.text).toBe(303);

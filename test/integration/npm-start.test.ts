@@ -170,7 +170,8 @@ describe('npm start', () => {
     expect(new Set(threadNices(proc('bin/worker.ts')))).toEqual(new Set([10]));
     expect(new Set(threadNices(proc(`--port ${ports.TEMPORAL_DEV_PORT}`)))).toEqual(new Set([10]));
     expect(new Set(threadNices(proc('bin/api.ts')))).toEqual(new Set([0]));
-    // The API's pool closes idle connections: a readiness check makes it hold one to look at.
+    // The API's pool closes connections idle for 10 s, which the self-check can outlast on a loaded
+    // machine: a readiness probe (a query through that pool) gives the API a backend to look at.
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     expect(await backendNices()).toEqual({ 'cairn-worker': new Set([10]), 'cairn-api': new Set([0]) });
 

@@ -28,7 +28,7 @@ export const connectedAppRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: { tags, summary: 'List connected MCP applications', response: { 200: ConnectedAppListResponse, ...errors } },
     },
     async (request) => ({
-      schemaVersion: 'service-connected-app-list-v1' as const,
+      schemaVersion: 'service-connected-app-list-v2' as const,
       connectedApps: (await listConnectedApps(request.em, principalOf(request).accountId)).map(connectedAppRecord),
     }),
   );
@@ -46,7 +46,7 @@ export const connectedAppRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => ({
-      schemaVersion: 'service-connected-app-v1' as const,
+      schemaVersion: 'service-connected-app-v2' as const,
       connectedApp: connectedAppRecord(
         await setConnectedAppScopes(request.em, principalOf(request).accountId, request.params.connectedAppId, request.body.scopes),
       ),
@@ -65,7 +65,7 @@ export const connectedAppRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => ({
-      schemaVersion: 'service-connected-app-v1' as const,
+      schemaVersion: 'service-connected-app-v2' as const,
       connectedApp: connectedAppRecord(await revokeConnectedApp(request.em, principalOf(request).accountId, request.params.connectedAppId)),
     }),
   );

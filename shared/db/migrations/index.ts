@@ -24,6 +24,7 @@ import { Migration0023AudienceBoundaries } from './0023-audience-boundaries.ts';
 import { Migration0024LoginThrottle } from './0024-login-throttle.ts';
 import { Migration0025ExternalIdentities } from './0025-external-identities.ts';
 import { Migration0026OauthClientExpiry } from './0026-oauth-client-expiry.ts';
+import { Migration0027ConnectedAppRedirectUris } from './0027-connected-app-redirect-uris.ts';
 import { Migration0028Embeddings } from './0028-embeddings.ts';
 
 /**
@@ -59,5 +60,6 @@ export const migrationsList = [
   { name: '0024-login-throttle', class: Migration0024LoginThrottle },
   { name: '0025-external-identities', class: Migration0025ExternalIdentities },
   { name: '0026-oauth-client-expiry', class: Migration0026OauthClientExpiry },
+  { name: '0027-connected-app-redirect-uris', class: Migration0027ConnectedAppRedirectUris },
   { name: '0028-embeddings', class: Migration0028Embeddings },
 ];

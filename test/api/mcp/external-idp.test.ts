@@ -19,6 +19,7 @@ const probe = defineTool({
   title: 'probe',
   description: 'Test tool.',
   input: z.strictObject({}),
+  output: z.object({ account: z.string(), scopes: z.array(z.string()) }),
   scopes: ['memory.read'],
   annotations: { readOnlyHint: true },
   run: async (ctx) => ({ data: { account: ctx.principal.email, scopes: [...ctx.principal.scopes] } }),
@@ -100,6 +101,8 @@ describe('external identity provider', () => {
   it('the MCP endpoint names it and republishes only allowlisted fields of its metadata; no built-in server is mounted', async () => {
     const prm = (await (await fetch(new URL('.well-known/oauth-protected-resource', stack.mcpUrl))).json()) as Json;
     expect(prm.authorization_servers).toEqual([issuer]);
+    // The provider's scope names are its own: none are suggested to clients.
+    expect(prm.scopes_supported).toBeUndefined();
     const as = (await (await fetch(new URL('.well-known/oauth-authorization-server', stack.mcpUrl))).json()) as Json;
     expect(as).toEqual({
       issuer,
@@ -117,8 +120,8 @@ describe('external identity provider', () => {
     expect(first.status).toBe(403);
     expect(first.body.error.message).toContain(`${stack.baseUrl}/apps`);
     const api = new ApiClient(stack.baseUrl);
-    const pending = (await apps()).find((a: Json) => a.clientId === 'ext-client');
-    expect(pending).toMatchObject({ clientId: 'ext-client', scopes: [], status: 'pending' });
+    const pending = (await apps()).find((a: Json) => a.registrations[0].clientId === 'ext-client');
+    expect(pending).toMatchObject({ redirectUris: [], scopes: [], status: 'pending', registrations: [{ clientId: 'ext-client', scopes: [] }] });
     // Asking again changes nothing until the user decides.
     expect((await call(await token())).status).toBe(403);
     const allowed = await api.call('PUT', `/v1/account/connected-apps/${pending.id}`, { as: { cookie: aliceCookie }, body: { scopes: ['memory.read'] } });
@@ -132,7 +135,7 @@ describe('external identity provider', () => {
 
   it('allowing needs the CSRF proof and at least one scope; another account cannot allow it', async () => {
     expect((await call(await token({ client_id: 'ext-csrf' }))).status).toBe(403);
-    const pending = (await apps()).find((a: Json) => a.clientId === 'ext-csrf');
+    const pending = (await apps()).find((a: Json) => a.registrations[0].clientId === 'ext-csrf');
     const api = new ApiClient(stack.baseUrl);
     const path = `/v1/account/connected-apps/${pending.id}`;
     expect((await api.call('PUT', path, { as: { cookie: aliceCookie }, body: { scopes: ['memory.read'] }, csrf: false })).status).toBe(403);
@@ -148,7 +151,7 @@ describe('external identity provider', () => {
     expect((await call(await token(unverified))).status).toBe(401);
     await linkExternalIdentity(db.orm.em.fork(), { issuer, subject: 'idp-user-42', email: alice.email });
     expect((await call(await token(unverified))).status).toBe(403); // known now: waiting for the user's approval
-    const pending = (await apps()).find((a: Json) => a.clientId === 'ext-linked');
+    const pending = (await apps()).find((a: Json) => a.registrations[0].clientId === 'ext-linked');
     await new ApiClient(stack.baseUrl).call('PUT', `/v1/account/connected-apps/${pending.id}`, { as: { cookie: aliceCookie }, body: { scopes: ['memory.read'] } });
     expect((await call(await token(unverified))).body.result.structuredContent.account).toBe(alice.email);
   });
@@ -173,7 +176,7 @@ describe('external identity provider', () => {
     const api = new ApiClient(stack.baseUrl);
     const old = await token({ client_id: 'ext-two' });
     expect((await call(old)).status).toBe(403);
-    const app = (await apps()).find((a: Json) => a.clientId === 'ext-two');
+    const app = (await apps()).find((a: Json) => a.registrations[0].clientId === 'ext-two');
     await api.call('PUT', `/v1/account/connected-apps/${app.id}`, { as: { cookie: aliceCookie }, body: { scopes: ['memory.read'] } });
     expect((await call(old)).status).toBe(200);
     expect((await api.delete(`/v1/account/connected-apps/${app.id}`, { as: { cookie: aliceCookie } })).status).toBe(200);

@@ -92,7 +92,8 @@ describe('OpenAI-compatible deriver', () => {
     // A number the quote does not hold is invented too.
     next = { claim: { content: `${peer} has run 12 marathons.`, message_index: 0, quote: 'I have run marathons', categories: ['fact'], slot: null } };
     const numbers = await c.write(key, peer, tag('llms'), 'I have run marathons for years.');
-    expect((await c.mem(key, 'GET', `/claims/${numbers.outcome.claim_id}`)).body.content ?? '').not.toContain('12');
+    // (The peer's generated label may hold the digits 12 itself.)
+    expect((await c.mem(key, 'GET', `/claims/${numbers.outcome.claim_id}`)).body.content ?? '').not.toContain('12 marathons');
   });
 
   it('the model answering "nothing salient" yields no claim; hostile text is still screened by the service', async () => {
