@@ -1,6 +1,7 @@
 import type { Orm } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { OpenAiDeriverConfig } from '../shared/memory/openai-deriver.ts';
+import type { Embedder } from '../shared/retrieval/embeddings.ts';
 
 export type ActivityDeps = {
   orm: Orm;
@@ -9,4 +10,6 @@ export type ActivityDeps = {
   ingest: { urlAllowlist: string[]; fetchTimeoutMs: number };
   /** The model-backed claim deriver (MEMORY_DERIVER_*); absent = the built-in rules. */
   memoryDeriver?: OpenAiDeriverConfig | null;
+  /** Makes the vectors of stored messages and excerpts (EMBEDDINGS_*); absent = none. */
+  embedder?: Embedder | null;
 };

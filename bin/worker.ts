@@ -60,6 +60,7 @@ runMain(async () => {
           taskQueue: config.temporal.taskQueue,
           ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs },
           memoryDeriver: config.memory.deriver,
+          embeddings: config.embeddings,
           metrics,
           workflowBundle,
           settlementGraceMs: config.metering.settlementGraceMs,

@@ -79,3 +79,21 @@ export function createEmbedder(cfg: EmbeddingsConfig): Embedder {
     },
   };
 }
+
+/**
+ * Vectors for texts a worker is storing, or null: without a provider, or when it fails (a warning is
+ * logged). Writes never wait on or fail for the provider: what is stored without a vector is found by
+ * its words.
+ */
+export async function embedForStorage(embedder: Embedder | null | undefined, texts: string[], log: { warn(o: object, m: string): void }): Promise<Float32Array[] | null> {
+  if (!embedder || texts.length === 0) return null;
+  try {
+    return await embedder.embed(texts);
+  } catch (err) {
+    log.warn({ err, texts: texts.length }, 'embeddings provider unavailable: stored without vectors');
+    return null;
+  }
+}
+
+/** Vectors as the hex of their float32 bytes, for a statement's text[] parameter decoded to bytea. */
+export const toHex = (v: Float32Array | null | undefined) => (v ? toBytes(v).toString('hex') : null);

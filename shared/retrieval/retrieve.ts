@@ -137,15 +137,17 @@ async function fallback(em: EntityManager, b: Boundary, a: Analyzed, ws: QueryWo
 /** The hits of the in-memory copy, fetched from PostgreSQL (the boundary applied again there). */
 async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, a: Analyzed, ws: QueryWord[], plan: Plan, semantic?: Float32Array): Promise<Searched> {
   const filter = filterOf(b);
-  const opts = { limit: FETCH_LIMIT, adjacency: plan.adjacency, ...(semantic ? { semantic } : {}) };
-  let found = index.search(filter, ws, opts);
-  if (plan.feedback && found.hits.length) {
-    const top = found.hits.slice(0, FEEDBACK.docs);
+  const opts = { limit: FETCH_LIMIT, adjacency: plan.adjacency };
+  // Feedback reads the lexical ranking; the documents nearest in meaning are fused in at the end.
+  const lexical = index.search(filter, ws, opts);
+  let words = ws;
+  if (plan.feedback && lexical.hits.length) {
+    const top = lexical.hits.slice(0, FEEDBACK.docs);
     const vectors = await fetchVectors(em, top);
     const docs = top.flatMap((h) => (vectors.has(h.id) ? [{ score: h.score, ...termsOf(vectors.get(h.id)!) }] : []));
-    const extra = feedbackTerms(docs, new Set(a.lexemes), index.statistics().df).map((t) => [t]);
-    if (extra.length) found = { ...index.search(filter, [...ws, ...extra], opts), matched: found.matched };
+    words = [...ws, ...feedbackTerms(docs, new Set(a.lexemes), index.statistics().df).map((t) => [t])];
   }
+  const found = words === ws && !semantic ? lexical : { ...index.search(filter, words, { ...opts, ...(semantic ? { semantic } : {}) }), matched: lexical.matched };
   const fetched = await fetchHits(em, b, found.hits);
   return { found, scored: found.hits.length, candidate: (id) => fetched.get(id) };
 }

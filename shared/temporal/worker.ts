@@ -8,6 +8,7 @@ import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import { startMemoryDispatcher, type DispatcherOptions } from '../memory/dispatcher.ts';
 import type { OpenAiDeriverConfig } from '../memory/openai-deriver.ts';
+import { createEmbedder, type EmbeddingsConfig } from '../retrieval/embeddings.ts';
 import type { WorkerMetrics } from '../ops/metrics.ts';
 import { activityLogInterceptor } from './activity-log.interceptor.ts';
 import { installTemporalRuntime, temporalLoggerFromPino } from './logging.ts';
@@ -44,6 +45,8 @@ export type WorkerDeps = {
   ingest: { urlAllowlist: string[]; fetchTimeoutMs: number };
   /** The model-backed claim deriver (MEMORY_DERIVER_*); absent = the built-in rules. */
   memoryDeriver?: OpenAiDeriverConfig | null;
+  /** The embeddings provider (EMBEDDINGS_*); absent = none. */
+  embeddings?: EmbeddingsConfig | null;
   /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
   workflowBundle?: WorkflowBundle;
   identity?: string;
@@ -77,6 +80,7 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
     workerIdentity: identity,
     ingest: deps.ingest,
     memoryDeriver: deps.memoryDeriver,
+    embedder: deps.embeddings ? createEmbedder(deps.embeddings) : null,
   });
   const worker = await Worker.create({
     connection,

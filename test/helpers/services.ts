@@ -62,7 +62,7 @@ export async function startApi(opts: {
 /** A real worker on its own task queue, using the run's prebuilt workflow bundle. */
 export async function startWorker(opts: {
   orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics;
-  memoryDeriver?: WorkerDeps['memoryDeriver']; settlementGraceMs?: number; memoryDispatch?: WorkerDeps['memoryDispatch'];
+  memoryDeriver?: WorkerDeps['memoryDeriver']; embeddings?: WorkerDeps['embeddings']; settlementGraceMs?: number; memoryDispatch?: WorkerDeps['memoryDispatch'];
 }) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
   const handle: CairnWorker = await createWorker({
@@ -75,6 +75,7 @@ export async function startWorker(opts: {
     workflowBundle: { code },
     metrics: opts.metrics,
     memoryDeriver: opts.memoryDeriver,
+    embeddings: opts.embeddings,
     settlementGraceMs: opts.settlementGraceMs,
     memoryDispatch: opts.memoryDispatch,
   });
