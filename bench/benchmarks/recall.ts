@@ -181,7 +181,6 @@ export const recall: Benchmark = {
     // query-time feature of the accuracy plan left out at a time.
     const variants: [string, Plan, Strategy][] = [
       ['accuracy (as served)', PLANS.accuracy, 'accuracy'],
-      ['− pseudo-relevance feedback', { ...PLANS.accuracy, feedback: false }, 'accuracy'],
       ['− neighbouring turns', { ...PLANS.accuracy, adjacency: false }, 'accuracy'],
       ['− prefix expansion', { ...PLANS.accuracy, expand: false }, 'accuracy'],
       ['− near spellings of names', { ...PLANS.accuracy, spelling: false }, 'accuracy'],

@@ -40,26 +40,3 @@ export function termScore(idfValue: number, tf: number, length: number, averageL
 
 export const totalDocs = (s: Pick<Statistics, 'docs'>) => s.docs[0] + s.docs[1] + s.docs[2];
 export const averageLength = (s: Pick<Statistics, 'docs' | 'length'>, kind: DocKind) => (s.docs[kind] ? s.length[kind] / s.docs[kind] : 1);
-
-/**
- * Pseudo-relevance feedback (accuracy): the best FEEDBACK.docs documents of a first search lend the
- * query their most characteristic lexemes, each weighted by those documents' scores and its share of
- * each, FEEDBACK.terms of them at FEEDBACK.weight of a query word on average (RM3's idea). Lexemes of a
- * single document are left out: they would only promote that document.
- */
-export const FEEDBACK = { docs: 5, terms: 10, weight: 0.1 };
-
-export function feedbackTerms(
-  top: { score: number; tfs: ReadonlyMap<string, number>; length: number }[], exclude: ReadonlySet<string>, df: (lexeme: string) => number,
-): { lexeme: string; prefix: false; weight: number }[] {
-  const mass = new Map<string, number>();
-  for (const d of top) {
-    for (const [lexeme, tf] of d.tfs) {
-      if (exclude.has(lexeme)) continue;
-      mass.set(lexeme, (mass.get(lexeme) ?? 0) + (d.score * tf) / Math.max(1, d.length));
-    }
-  }
-  const chosen = [...mass.entries()].filter(([l]) => df(l) >= 2).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, FEEDBACK.terms);
-  const total = chosen.reduce((a, [, m]) => a + m, 0);
-  return chosen.map(([lexeme, m]) => ({ lexeme, prefix: false, weight: (FEEDBACK.weight * m * chosen.length) / total }));
-}

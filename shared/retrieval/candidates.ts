@@ -270,15 +270,6 @@ export async function fetchHits(em: EntityManager, b: Boundary, hits: Hit[]): Pr
   return new Map(found.flat().map((c) => [c.ref.id, c]));
 }
 
-/** The whole vectors of some ranked documents (pseudo-relevance feedback reads their lexemes). */
-export async function fetchVectors(em: EntityManager, hits: Hit[]): Promise<Map<string, TsVector>> {
-  const of = (kind: number) => hits.filter((h) => h.kind === kind).map((h) => h.id);
-  const rows = await prepared<{ id: string; tsv: string }>(em, `select id, tsv::text as tsv from record where id = any(?::uuid[])
-    union all select id, tsv::text from memory_message where id = any(?::uuid[])
-    union all select id, tsv::text from memory_claim where id = any(?::uuid[])`, [of(RECORD), of(MESSAGE), of(CLAIM)]);
-  return new Map(rows.map((r) => [r.id, parseTsVector(r.tsv)]));
-}
-
 /** The one candidate a citation names, if it is still inside the boundary. */
 export async function fetchCited(em: EntityManager, b: Boundary, ref: CitedRef): Promise<Candidate | null> {
   const m: Match = { type: 'ids', ids: [ref.id] };

@@ -1,12 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { prepared } from '../db/sql.ts';
 import { AccountIndex, type Filter, type Hit, type QueryWord, type SearchResult } from './account-index.ts';
-import { CLAIM, FEEDBACK, feedbackTerms, MESSAGE, RECORD } from './bm25.ts';
+import { CLAIM, MESSAGE, RECORD } from './bm25.ts';
 import type { Boundary } from './boundary.ts';
-import { candidateDoc, fallbackCandidates, fallbackStatistics, fetchCandidates, fetchHits, fetchVectors, nearSpellings, type Candidate } from './candidates.ts';
+import { candidateDoc, fallbackCandidates, fallbackStatistics, fetchCandidates, fetchHits, nearSpellings, type Candidate } from './candidates.ts';
 import { rank, type Ranked, type Scored, type Strategy } from './ranking.ts';
 import { MEMORY_VERSION_SQL, RECORD_VERSION_SQL, type SearchIndex } from './search-index.ts';
-import { isStopWord, words, type TsVector } from './text.ts';
+import { isStopWord, words } from './text.ts';
 
 /**
  * Retrieval, run once per query whatever the mode: every searchable document of the boundary (source
@@ -17,19 +17,18 @@ import { isStopWord, words, type TsVector } from './text.ts';
  * ranks them with statistics PostgreSQL counts.
  *
  * - efficient: the query's words as they are; the best evidence as ranked, with the priors.
- * - accuracy: words of five or more letters also match as prefixes; the best documents of a first
- *   search lend the query their characteristic words (pseudo-relevance feedback); a name that matched
- *   nothing is searched by its near spellings in the account (misspelt names); with an embeddings
+ * - accuracy: words of five or more letters also match as prefixes; a name that matched nothing is
+ *   searched by its near spellings in the account (misspelt names); with an embeddings
  *   provider, the documents nearest the question in meaning are fused in (reciprocal rank fusion); more
  *   candidates come back from PostgreSQL.
  * - bm25 (benchmark baseline only): BM25 alone, without neighbours, expansion or priors.
  */
 
-export type Plan = { candidates: number; expand: boolean; spelling: boolean; adjacency: boolean; feedback: boolean; semantic: boolean };
+export type Plan = { candidates: number; expand: boolean; spelling: boolean; adjacency: boolean; semantic: boolean };
 export const PLANS: Record<Strategy, Plan> = {
-  efficient: { candidates: 30, expand: false, spelling: false, adjacency: true, feedback: false, semantic: false },
-  accuracy: { candidates: 120, expand: true, spelling: true, adjacency: true, feedback: true, semantic: true },
-  bm25: { candidates: 120, expand: false, spelling: false, adjacency: false, feedback: false, semantic: false },
+  efficient: { candidates: 30, expand: false, spelling: false, adjacency: true, semantic: false },
+  accuracy: { candidates: 120, expand: true, spelling: true, adjacency: true, semantic: true },
+  bm25: { candidates: 120, expand: false, spelling: false, adjacency: false, semantic: false },
 };
 
 export const EVIDENCE_LIMIT = 10;
@@ -106,14 +105,13 @@ export const filterOf = (b: Boundary): Filter => ({
 
 const EVERYTHING: Filter = { records: true, memory: true, audiences: null, sourceIds: null, peerIds: null, sessionIds: null, agentId: null };
 
-const termsOf = (v: TsVector) => ({ tfs: new Map([...v.positions].map(([l, p]) => [l, Math.max(1, p.length)])), length: v.length });
 
 type Searched = { found: SearchResult; scored: number; candidate: (id: string) => Candidate | undefined };
 
 /**
  * The hits of PostgreSQL's candidates: the best of each table by its first stage and the neighbours of
  * the messages among them, indexed and ranked by the same code as the copy, with the account's
- * statistics counted by PostgreSQL. Feedback here only reorders these candidates.
+ * statistics counted by PostgreSQL.
  */
 async function fallback(em: EntityManager, b: Boundary, a: Analyzed, ws: QueryWord[], plan: Plan): Promise<Searched> {
   const cands = await fallbackCandidates(em, b, ws, a.text, plan.candidates, plan.adjacency);
@@ -123,31 +121,13 @@ async function fallback(em: EntityManager, b: Boundary, a: Analyzed, ws: QueryWo
   const stats = await fallbackStatistics(em, b.accountId, index.coveredLexemes(ws));
   // The candidates are inside the boundary already (their statements applied it).
   const opts = { limit: FETCH_LIMIT, adjacency: plan.adjacency, stats };
-  let found = index.search(EVERYTHING, ws, opts);
-  if (plan.feedback) {
-    const top = found.hits.slice(0, FEEDBACK.docs).map((h) => ({ score: h.score, ...termsOf(byId.get(h.id)!.vector) }));
-    const more = await fallbackStatistics(em, b.accountId, [...new Set(top.flatMap((t) => [...t.tfs.keys()]))]);
-    const df = (l: string) => stats.df(l) || more.df(l);
-    const extra = feedbackTerms(top, new Set(a.lexemes), df).map((t) => [t]);
-    if (extra.length) found = { ...index.search(EVERYTHING, [...ws, ...extra], { ...opts, stats: { ...stats, df } }), matched: found.matched };
-  }
+  const found = index.search(EVERYTHING, ws, opts);
   return { found, scored: cands.length, candidate: (id) => byId.get(id) };
 }
 
 /** The hits of the in-memory copy, fetched from PostgreSQL (the boundary applied again there). */
-async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, a: Analyzed, ws: QueryWord[], plan: Plan, semantic?: Float32Array): Promise<Searched> {
-  const filter = filterOf(b);
-  const opts = { limit: FETCH_LIMIT, adjacency: plan.adjacency };
-  // Feedback reads the lexical ranking; the documents nearest in meaning are fused in at the end.
-  const lexical = index.search(filter, ws, opts);
-  let words = ws;
-  if (plan.feedback && lexical.hits.length) {
-    const top = lexical.hits.slice(0, FEEDBACK.docs);
-    const vectors = await fetchVectors(em, top);
-    const docs = top.flatMap((h) => (vectors.has(h.id) ? [{ score: h.score, ...termsOf(vectors.get(h.id)!) }] : []));
-    words = [...ws, ...feedbackTerms(docs, new Set(a.lexemes), index.statistics().df).map((t) => [t])];
-  }
-  const found = words === ws && !semantic ? lexical : { ...index.search(filter, words, { ...opts, ...(semantic ? { semantic } : {}) }), matched: lexical.matched };
+async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, ws: QueryWord[], plan: Plan, semantic?: Float32Array): Promise<Searched> {
+  const found = index.search(filterOf(b), ws, { limit: FETCH_LIMIT, adjacency: plan.adjacency, ...(semantic ? { semantic } : {}) });
   const fetched = await fetchHits(em, b, found.hits);
   return { found, scored: found.hits.length, candidate: (id) => fetched.get(id) };
 }
@@ -179,7 +159,7 @@ export async function retrieve(
   const vector = embedder ? embedder.embed([query]).then(([v]) => v, () => undefined) : Promise.resolve(undefined);
   const copy = opts.index ? await opts.index.current(boundary.accountId, a.versions) : null;
   const semantic = copy ? await vector : undefined;
-  const search = (ws: QueryWord[]) => (copy ? fromCopy(em, boundary, copy, a, ws, plan, semantic) : fallback(em, boundary, a, ws, plan));
+  const search = (ws: QueryWord[]) => (copy ? fromCopy(em, boundary, copy, ws, plan, semantic) : fallback(em, boundary, a, ws, plan));
   let result = await search(a.words);
   const matched = new Set(a.words.flatMap((w, i) => w.filter((_, j) => result.found.matched[i]![j]).map((t) => t.lexeme)));
   const unmatched = a.lexemes.filter((l) => !matched.has(l));

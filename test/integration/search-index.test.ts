@@ -170,9 +170,7 @@ describe('ranking', () => {
     expect(tiedCuts).toBeGreaterThan(0);
   });
 
-  // Feedback is left out of accuracy here: from PostgreSQL's candidates it can only reorder them, while
-  // the copy also finds documents that hold only the words it lends.
-  it.each([['efficient', PLANS.efficient], ['accuracy', { ...PLANS.accuracy, feedback: false }]] as [Strategy, Plan][])(
+  it.each([['efficient', PLANS.efficient], ['accuracy', PLANS.accuracy]] as [Strategy, Plan][])(
     'retrieve (%s) ranks alike with the copy and from PostgreSQL\'s candidates', async (strategy, plan) => {
     // A small account, where PostgreSQL's candidates are every match: both paths see the same documents.
     const C = (await createTestAccount(db.orm)).id;

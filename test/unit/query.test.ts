@@ -8,7 +8,7 @@ import { QueryRequest } from '../../shared/contracts/query.ts';
 import { findConflicts } from '../../shared/query/result.ts';
 import { requestHash } from '../../shared/query/operations.ts';
 import { openCitation, sealCitation } from '../../shared/retrieval/citations.ts';
-import { feedbackTerms, idf, termScore } from '../../shared/retrieval/bm25.ts';
+import { idf, termScore } from '../../shared/retrieval/bm25.ts';
 import { parseTsVector } from '../../shared/retrieval/text.ts';
 
 describe('citation handles', () => {
@@ -68,16 +68,6 @@ describe('ranking', () => {
     expect(termScore(w, 2, 10, 10)).toBeGreaterThan(termScore(w, 1, 10, 10));
     expect(termScore(w, 20, 10, 10) / termScore(w, 10, 10, 10)).toBeLessThan(1.1);
     expect(termScore(w, 1, 40, 10)).toBeLessThan(termScore(w, 1, 10, 10));
-  });
-
-  it('feedback lends the words the best documents share, weighted by their scores, never one document\'s own', () => {
-    const doc = (score: number, words: string[]) => ({ score, tfs: new Map(words.map((x) => [x, 1])), length: words.length });
-    const df = (l: string) => (l === 'once' ? 1 : 50);
-    const terms = feedbackTerms([doc(4, ['kelvara', 'lighthouse', 'sister', 'once']), doc(1, ['lighthouse', 'ferry'])], new Set(['kelvara']), df);
-    expect(terms.map((t) => t.lexeme)).toEqual(['lighthouse', 'sister', 'ferry']);
-    expect(terms.every((t) => t.weight > 0 && !t.prefix)).toBe(true);
-    // On average FEEDBACK.weight of a query word.
-    expect(terms.reduce((a, t) => a + t.weight, 0) / terms.length).toBeCloseTo(0.1, 9);
   });
 
   it('reads the tsvector text form: doubled quotes, weights, lexemes without positions', () => {
