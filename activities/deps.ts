@@ -2,6 +2,7 @@ import type { Orm } from '../shared/db/orm.ts';
 import type { ExtractionPool } from '../shared/ingest/extraction-pool.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { OpenAiDeriverConfig } from '../shared/memory/openai-deriver.ts';
+import type { Embedder } from '../shared/retrieval/embeddings.ts';
 
 export type ActivityDeps = {
   orm: Orm;
@@ -12,4 +13,6 @@ export type ActivityDeps = {
   extraction: ExtractionPool;
   /** The model-backed claim deriver (MEMORY_DERIVER_*); absent = the built-in rules. */
   memoryDeriver?: OpenAiDeriverConfig | null;
+  /** Makes the vectors of stored messages and excerpts (EMBEDDINGS_*); absent = none. */
+  embedder?: Embedder | null;
 };

@@ -1,4 +1,4 @@
-import type { TermIndex } from '../shared/retrieval/term-index.ts';
+import type { SearchIndex } from '../shared/retrieval/search-index.ts';
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -28,14 +28,16 @@ import { apiKeyRoutes } from './routes/account/api-keys.ts';
 import { connectedAppRoutes } from './routes/account/connected-apps.ts';
 import { deletionRoutes } from './routes/account/deletion.ts';
 import { overviewRoutes } from './routes/account/overview.ts';
+import { passwordRoutes } from './routes/account/password.ts';
 import { usageRoutes } from './routes/account/usage.ts';
 import { authRoutes } from './routes/auth/index.ts';
 import { cliAuthRoutes } from './routes/cli-auth/index.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health/index.ts';
-import { ingestJobRoutes } from './routes/ingest/jobs.ts';
+import { INGEST_API, INGEST_CONSOLE, ingestJobRoutes } from './routes/ingest/jobs.ts';
 import { ingestSubmitRoutes } from './routes/ingest/submit.ts';
 import { queryRoutes } from './routes/query/index.ts';
 import { memoryClaimRoutes } from './routes/memory/claims.ts';
+import { MEMORY_API, MEMORY_CONSOLE } from './routes/memory/common.ts';
 import { memoryConversationRoutes } from './routes/memory/conversation.ts';
 import { memoryEventRoutes } from './routes/memory/events.ts';
 import { memoryLabelRoutes } from './routes/memory/labels.ts';
@@ -45,7 +47,7 @@ export type AppDeps = {
   logger: Logger;
   orm: Orm;
   temporal: TemporalClientHandle;
-  /** Account-wide throttling of product (API key) requests; absent = unthrottled (unit tests). */
+  /** Account-wide throttling of every authenticated request; absent = unthrottled (unit tests). */
   rateLimiter?: RateLimiter;
   /** Named dependency probes for /readyz (postgres, temporal). */
   readiness: Record<string, ReadinessCheck>;
@@ -58,8 +60,8 @@ export type AppDeps = {
   mcpTools?: readonly McpTool[];
   /** `api` serves the REST API and its docs (and the MCP endpoint under /mcp); `mcp` is the MCP listener. */
   surface?: 'api' | 'mcp';
-  /** The in-memory impact index shared by this process's listeners; absent = PostgreSQL ranks all. */
-  termIndex?: TermIndex;
+  /** The in-memory search indexes shared by this process's listeners; absent = PostgreSQL finds every query's candidates. */
+  searchIndex?: SearchIndex;
   /** Prometheus registry of this process; absent = no /metrics route. */
   metrics?: ApiMetrics;
   /** The extraction processes of this process's dry runs and upload checks (one pool for both listeners). */
@@ -80,7 +82,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     bodyLimit: 1_048_576,
-    trustProxy: false,
+    // Client addresses (sign-in throttling, registration limits) from X-Forwarded-For only via trusted hops.
+    trustProxy: deps.config.trustProxy,
     // Labels travel in paths (peers, sessions); longer segments get 414 in the envelope.
     routerOptions: { maxParamLength: 512 },
     frameworkErrors,
@@ -94,7 +97,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(errorsPlugin);
-  if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics, token: deps.config.ops.metricsToken });
+  if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics, access: deps.config.ops.metrics });
   await app.register(authPlugin, { orm: deps.orm, config: deps.config, rateLimiter: deps.rateLimiter });
   const api = (deps.surface ?? 'api') === 'api';
   // The OpenAPI plugin must see every route registered after it, so it goes first.
@@ -106,19 +109,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(apiKeyRoutes);
     await app.register(overviewRoutes);
     await app.register(usageRoutes);
+    await app.register(passwordRoutes, { config: deps.config });
     await app.register(deletionRoutes, { config: deps.config, temporal: deps.temporal });
     await app.register(accessRoutes);
-    await app.register(ingestJobRoutes);
-    await app.register(ingestSubmitRoutes, { config: deps.config, temporal: deps.temporal, extraction: deps.extraction, freeWork: deps.freeWork });
+    for (const mount of [INGEST_API, INGEST_CONSOLE]) {
+      await app.register(ingestJobRoutes, mount);
+      await app.register(ingestSubmitRoutes, { ...mount, config: deps.config, temporal: deps.temporal, extraction: deps.extraction, freeWork: deps.freeWork });
+    }
     await app.register(connectedAppRoutes);
     await app.register(consolePlugin);
-    await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal, termIndex: deps.termIndex });
-    for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
-      await app.register(routes, { config: deps.config, temporal: deps.temporal, freeWork: deps.freeWork });
+    await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex });
+    for (const mount of [MEMORY_API, MEMORY_CONSOLE]) {
+      for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
+        await app.register(routes, { ...mount, config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex, freeWork: deps.freeWork });
+      }
     }
     const provider = deps.oauth?.provider;
     if (provider) {
-      await app.register(oauthProviderRoutes, { provider });
+      await app.register(oauthProviderRoutes, { provider, rateLimiter: deps.rateLimiter });
       await app.register(interactionRoutes, { config: deps.config, provider });
     }
   }
@@ -128,7 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const options = {
       config: deps.config,
       tools: deps.mcpTools ?? MCP_TOOLS,
-      toolDeps: { config: deps.config, temporal: deps.temporal, termIndex: deps.termIndex, freeWork: deps.freeWork },
+      toolDeps: { config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex, freeWork: deps.freeWork },
       rateLimiter: deps.rateLimiter,
       resolveOauthToken: deps.oauth.resolveToken,
       authServerMetadata: deps.oauth.metadata,

@@ -10,7 +10,7 @@ import { extractionPoolFor } from '../shared/ingest/extraction-pool.ts';
 import { createOauthServer } from '../shared/oauth/server.ts';
 import { createFreeWorkLimiter } from '../shared/ops/free-work.ts';
 import { createApiMetrics } from '../shared/ops/metrics.ts';
-import { createTermIndex } from '../shared/retrieval/term-index.ts';
+import { searchIndexFor } from '../shared/retrieval/search-index.ts';
 import { createTemporalClient } from '../shared/temporal/client.ts';
 
 runMain(async () => {
@@ -22,7 +22,9 @@ runMain(async () => {
     if (applied.length) logger.info({ applied }, 'applied migrations');
   }
   const temporal = createTemporalClient(requireTemporalAddress(config), config.temporal.namespace);
-  const rateLimiter = createRateLimiter(requireDatabaseUrl(config), config.metering.rateLimitPerMinute, logger);
+  const rateLimiter = createRateLimiter(requireDatabaseUrl(config), config.metering.rateLimitPerMinute, logger, {
+    registrationsPerHour: config.oauth.registrationsPerHour,
+  });
   // After migrations: the built-in authorization server reads its shared keys from the database.
   const oauth = await createOauthServer({ config, orm });
   // One pool and one free-work count for both listeners of this process.
@@ -35,7 +37,7 @@ runMain(async () => {
     temporal,
     rateLimiter,
     metrics: createApiMetrics(orm),
-    termIndex: createTermIndex({ orm, maxBytes: config.query.indexMaxBytes, logger }),
+    searchIndex: searchIndexFor(config, orm, logger),
     readiness: { postgres: () => pingDatabase(orm), temporal: () => temporal.ping() },
     extraction,
     freeWork: createFreeWorkLimiter(config.freeWorkPerAccount),

@@ -6,8 +6,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../shared/config.ts';
 import { createLocalAccountIfEmpty } from '../shared/auth/accounts.ts';
 import { createOrm, migrate } from '../shared/db/orm.ts';
-import { provideDatabase, provideTemporal } from '../shared/local/infra.ts';
-import { runMain } from '../shared/process.ts';
+import { provideDatabase, provideTemporal, writeLocalCredentials } from '../shared/local/infra.ts';
+import { assertDataDirFree, assertPortFree } from '../shared/local/preflight.ts';
+import { describeFailure, runMain } from '../shared/process.ts';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
 
 const say = (message: string) => process.stdout.write(`[cairn] ${message}\n`);
@@ -34,6 +35,15 @@ runMain(async () => {
   process.on('SIGTERM', () => void shutdown(0));
 
   try {
+    // Before anything starts: another run holding the data directory, then every port this run needs.
+    if (!config.databaseUrl) assertDataDirFree(config.dataDir);
+    const ports: [string, number, string][] = [[config.host, config.port, 'PORT'], [config.host, config.mcpPort, 'MCP_PORT']];
+    if (!config.databaseUrl) ports.push(['127.0.0.1', config.embeddedPostgresPort, 'EMBEDDED_POSTGRES_PORT']);
+    if (!config.temporal.address) {
+      ports.push(['127.0.0.1', config.temporal.devPort, 'TEMPORAL_DEV_PORT'], ['127.0.0.1', config.temporal.uiPort, 'TEMPORAL_UI_PORT']);
+    }
+    for (const [host, port, variable] of ports) await assertPortFree(host, port, variable);
+
     const db = await provideDatabase(config, { log: say });
     stops.push(db.stop);
     say(db.embedded ? `PostgreSQL (embedded) data in ${config.dataDir}/postgres` : 'PostgreSQL from DATABASE_URL');
@@ -48,9 +58,8 @@ runMain(async () => {
       say(applied.length ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
       const local = await createLocalAccountIfEmpty(orm.em.fork(), config.accountDefaults);
       if (local) {
-        say('created the local account (shown once; change it or create others with npm run admin):');
-        say(`  email     ${local.email}`);
-        say(`  password  ${local.password}`);
+        const file = await writeLocalCredentials(config.dataDir, local);
+        say(`created the local account ${local.email}; its password is in ${file} (readable only by you)`);
       }
     } finally {
       await orm.close();
@@ -87,7 +96,7 @@ runMain(async () => {
     if (temporal.uiUrl) say(`  Temporal UI    ${temporal.uiUrl}`);
     say('press Ctrl-C to stop');
   } catch (err) {
-    say(`start failed: ${err instanceof Error ? err.message : String(err)}`);
+    say(`start failed: ${describeFailure(err)}`);
     await shutdown(1);
   }
 });

@@ -31,7 +31,7 @@ runMain(async () => {
   const workflowBundle = await bundleWorkflows(logger);
   // Metrics are an aid, not a dependency: a taken port (several workers on one host) is logged, not fatal.
   const metricsServer = config.ops.workerMetricsPort
-    ? await serveMetrics(metrics.registry, config.host, config.ops.workerMetricsPort).catch((err: unknown) => {
+    ? await serveMetrics(metrics.registry, config.host, config.ops.workerMetricsPort, config.ops.metrics).catch((err: unknown) => {
         logger.warn({ err, port: config.ops.workerMetricsPort }, 'worker metrics not served');
         return undefined;
       })
@@ -64,6 +64,7 @@ runMain(async () => {
           taskQueue: config.temporal.taskQueue,
           ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs },
           memoryDeriver: config.memory.deriver,
+          embeddings: config.embeddings,
           metrics,
           workflowBundle,
           settlementGraceMs: config.metering.settlementGraceMs,

@@ -3,7 +3,7 @@ import { loadConfig } from '../shared/config.ts';
 import { AppError } from '../shared/errors.ts';
 import { runMain } from '../shared/process.ts';
 import { withAdminContext } from './admin/context.ts';
-import { accountCreateCommand, accountDisableCommand, accountListCommand } from './admin/commands/account.ts';
+import { accountCreateCommand, accountDisableCommand, accountLinkExternalCommand, accountListCommand } from './admin/commands/account.ts';
 import { creditsGrantCommand, creditsShowCommand, limitsSetCommand } from './admin/commands/credits.ts';
 import { selfcheckCommand } from './admin/commands/selfcheck.ts';
 import { sourceReleaseCommand } from './admin/commands/source.ts';
@@ -14,6 +14,7 @@ const commands: AdminCommand[] = [
   accountCreateCommand,
   accountListCommand,
   accountDisableCommand,
+  accountLinkExternalCommand,
   creditsGrantCommand,
   creditsShowCommand,
   limitsSetCommand,

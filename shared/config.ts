@@ -1,7 +1,9 @@
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import type { AnswerConfig } from './answer/types.ts';
 import type { IngestLimits } from './ingest/prepare.ts';
+import type { EmbeddingsConfig } from './retrieval/embeddings.ts';
 
 /** Activity slots per workload task queue (WORKER_*_SLOTS). */
 export type WorkloadSlots = { ingest: number; memory: number; maintenance: number };
@@ -11,6 +13,9 @@ export type WorkloadSlots = { ingest: number; memory: number; maintenance: numbe
  * another's extraction (which runs in the extraction processes, EXTRACTION_PROCESSES of them).
  */
 export const DEFAULT_INGEST_SLOTS = 4;
+
+/** Dynamic OAuth client registrations per client address per hour (OAUTH_REGISTRATIONS_PER_HOUR). */
+export const DEFAULT_REGISTRATIONS_PER_HOUR = 20;
 
 /**
  * The whole process configuration, read once from the environment by each entrypoint and passed down.
@@ -46,6 +51,26 @@ const originList = z
     return origins;
   });
 
+/** proxy-addr's named ranges, accepted by Fastify's trustProxy like addresses and CIDR ranges. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * Which hops may tell the client's address (X-Forwarded-For): none (unset or `false`), or a
+ * comma-separated list of the proxies' addresses, CIDR ranges or the names loopback, linklocal,
+ * uniquelocal. Trusting every hop (`true`) would let any client choose its own address, so it is refused.
+ */
+const trustProxy = optionalString.transform((v, ctx): false | string[] => {
+  if (v === undefined || v === 'false') return false;
+  const entries = v.split(',').map((x) => x.trim()).filter(Boolean);
+  for (const e of entries) {
+    if (!PROXY_RANGE_NAMES.has(e) && !ipaddr.isValid(e) && !ipaddr.isValidCIDR(e)) {
+      ctx.addIssue({ code: 'custom', message: `"${e}" is not an address, a CIDR range or loopback/linklocal/uniquelocal` });
+      return z.NEVER;
+    }
+  }
+  return entries;
+});
+
 const booleanFlag = (fallback: 'true' | 'false') =>
   z
     .enum(['true', 'false', '1', '0'])
@@ -74,6 +99,7 @@ const envSchema = z.object({
   TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
   TEMPORAL_CLI: optionalString,
   HOST: z.string().trim().min(1).default('127.0.0.1'),
+  TRUST_PROXY: trustProxy,
   PORT: port.default(8080),
   MCP_PORT: port.default(8081),
   PUBLIC_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
@@ -87,7 +113,8 @@ const envSchema = z.object({
   CLI_SESSION_LIFETIME_DAYS: z.coerce.number().int().min(1).max(365).default(30),
   DEVICE_CODE_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(600),
   DEVICE_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(60).default(5),
-  LOGIN_MAX_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(10),
+  LOGIN_FREE_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
+  LOGIN_BACKOFF_MAX_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
   LOGIN_MAX_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(10000).default(50),
   LOGIN_THROTTLE_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
   ACCOUNT_DELETION_WAIT_MS: z.coerce.number().int().min(1000).max(300_000).default(20_000),
@@ -113,17 +140,14 @@ const envSchema = z.object({
   MCP_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   MCP_LOCAL_DEV_ORIGINS: booleanFlag('false'),
   MCP_AUTH_ISSUER: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-  MCP_EXTERNAL_SCOPES: z
-    .string()
-    .trim()
-    .default('memory.read')
-    .transform((v) => v.split(/[\s,]+/).filter(Boolean))
-    .pipe(z.array(z.enum(['memory.read', 'memory.write'])).max(2)),
   OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
   OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  OAUTH_UNUSED_CLIENT_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24),
+  OAUTH_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_REGISTRATIONS_PER_HOUR),
   MIGRATE_ON_START: booleanFlag('true'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  METRICS_OPEN: booleanFlag('false'),
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
   QUERY_IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24),
   QUERY_INDEX_MAX_MB: z.coerce.number().int().min(0).max(1_048_576).default(256),
@@ -138,6 +162,12 @@ const envSchema = z.object({
   MEMORY_DERIVER_MODEL: optionalString,
   MEMORY_DERIVER_API_KEY: optionalString,
   MEMORY_DERIVER_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
+  EMBEDDINGS_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  EMBEDDINGS_MODEL: optionalString,
+  EMBEDDINGS_API_KEY: optionalString,
+  EMBEDDINGS_DIMENSIONS: z.coerce.number().int().min(8).max(8192).optional(),
+  EMBEDDINGS_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(10),
+  EMBEDDINGS_BATCH_SIZE: z.coerce.number().int().min(1).max(2048).default(64),
 });
 
 export type Config = {
@@ -154,6 +184,8 @@ export type Config = {
     cli: string | undefined;
   };
   host: string;
+  /** Fastify's trustProxy: which hops may give the client's address (sign-in throttling, registration limit). */
+  trustProxy: false | string[];
   port: number;
   mcpPort: number;
   publicBaseUrl: string;
@@ -170,7 +202,8 @@ export type Config = {
     cliSessionLifetimeMs: number;
     deviceCodeTtlMs: number;
     devicePollIntervalSeconds: number;
-    loginMaxFailuresPerAccount: number;
+    loginFreeFailures: number;
+    loginBackoffMaxMs: number;
     loginMaxFailuresPerAddress: number;
     loginThrottleWindowMs: number;
     accountDeletionWaitMs: number;
@@ -200,17 +233,21 @@ export type Config = {
     mode: 'builtin' | 'external';
     /** {auth_url}: the authorization server's issuer identifier. */
     issuer: string;
-    /** External mode: the effective scopes a newly connected application starts with. */
-    externalScopes: ('memory.read' | 'memory.write')[];
     accessTokenTtlSeconds: number;
     refreshTokenTtlSeconds: number;
+    /** A dynamically registered client that never gets a grant is forgotten after this. */
+    unusedClientTtlSeconds: number;
+    /** Dynamic client registrations per client address per hour. */
+    registrationsPerHour: number;
   };
-  /** Prometheus metrics: bearer token for the API's /metrics (unset = loopback clients only); worker port (0 = off). */
-  ops: { metricsToken: string | undefined; workerMetricsPort: number };
+  /** Prometheus metrics: who may scrape (bearer METRICS_TOKEN, or anyone with METRICS_OPEN); worker port (0 = off). */
+  ops: { metrics: { token: string | undefined; open: boolean }; workerMetricsPort: number };
   /** Query: how long stored operations replay (then idempotency_expired), and the answer provider. */
   query: { idempotencyRetentionMs: number; answer: AnswerConfig; indexMaxBytes: number };
   /** Native memory: the optional OpenAI-compatible claim deriver (null = the built-in rules). */
   memory: { deriver: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number } | null };
+  /** The optional OpenAI-compatible embeddings provider (null = retrieval is lexical only). */
+  embeddings: EmbeddingsConfig | null;
   accountDefaults: {
     monthlyCredits: number;
     onboardingCredits: number;
@@ -243,6 +280,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     );
   }
   const e = parsed.data;
+  if (e.EMBEDDINGS_BASE_URL && !e.EMBEDDINGS_MODEL) {
+    throw new ConfigError([{ variable: 'EMBEDDINGS_MODEL', message: 'is required when EMBEDDINGS_BASE_URL is set' }]);
+  }
   if (e.ANSWER_PROVIDER === 'openai' && (!e.ANSWER_PROVIDER_URL || !e.ANSWER_PROVIDER_MODEL)) {
     throw new ConfigError([
       { variable: e.ANSWER_PROVIDER_URL ? 'ANSWER_PROVIDER_MODEL' : 'ANSWER_PROVIDER_URL', message: 'is required when ANSWER_PROVIDER=openai' },
@@ -265,6 +305,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       cli: e.TEMPORAL_CLI,
     },
     host: e.HOST,
+    trustProxy: e.TRUST_PROXY,
     port: e.PORT,
     mcpPort: e.MCP_PORT,
     publicBaseUrl,
@@ -281,7 +322,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       cliSessionLifetimeMs: e.CLI_SESSION_LIFETIME_DAYS * 86_400_000,
       deviceCodeTtlMs: e.DEVICE_CODE_TTL_SECONDS * 1000,
       devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
-      loginMaxFailuresPerAccount: e.LOGIN_MAX_FAILURES_PER_ACCOUNT,
+      loginFreeFailures: e.LOGIN_FREE_FAILURES,
+      loginBackoffMaxMs: e.LOGIN_BACKOFF_MAX_SECONDS * 1000,
       loginMaxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS,
       loginThrottleWindowMs: e.LOGIN_THROTTLE_WINDOW_MINUTES * 60_000,
       accountDeletionWaitMs: e.ACCOUNT_DELETION_WAIT_MS,
@@ -310,11 +352,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     oauth: {
       mode: e.MCP_AUTH_ISSUER ? 'external' : 'builtin',
       issuer: (e.MCP_AUTH_ISSUER ?? `${publicBaseUrl}/oauth`).replace(/\/$/, ''),
-      externalScopes: e.MCP_EXTERNAL_SCOPES,
       accessTokenTtlSeconds: e.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
       refreshTokenTtlSeconds: e.OAUTH_REFRESH_TOKEN_TTL_DAYS * 86_400,
+      unusedClientTtlSeconds: e.OAUTH_UNUSED_CLIENT_TTL_HOURS * 3600,
+      registrationsPerHour: e.OAUTH_REGISTRATIONS_PER_HOUR,
     },
-    ops: { metricsToken: e.METRICS_TOKEN, workerMetricsPort: e.WORKER_METRICS_PORT },
+    ops: { metrics: { token: e.METRICS_TOKEN, open: e.METRICS_OPEN }, workerMetricsPort: e.WORKER_METRICS_PORT },
     query: {
       idempotencyRetentionMs: e.QUERY_IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
       indexMaxBytes: e.QUERY_INDEX_MAX_MB * 1024 * 1024,
@@ -331,6 +374,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
             }
           : { mode: e.ANSWER_PROVIDER },
     },
+    embeddings: e.EMBEDDINGS_BASE_URL
+      ? {
+          baseUrl: e.EMBEDDINGS_BASE_URL, model: e.EMBEDDINGS_MODEL!, apiKey: e.EMBEDDINGS_API_KEY, dimensions: e.EMBEDDINGS_DIMENSIONS,
+          timeoutMs: e.EMBEDDINGS_TIMEOUT_SECONDS * 1000, batchSize: e.EMBEDDINGS_BATCH_SIZE,
+        }
+      : null,
     memory: {
       deriver: e.MEMORY_DERIVER_BASE_URL
         ? { baseUrl: e.MEMORY_DERIVER_BASE_URL, model: e.MEMORY_DERIVER_MODEL ?? 'gpt-4o-mini', apiKey: e.MEMORY_DERIVER_API_KEY, timeoutMs: e.MEMORY_DERIVER_TIMEOUT_SECONDS * 1000 }

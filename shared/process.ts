@@ -1,17 +1,33 @@
 import { ConfigError } from './config.ts';
 
 /**
- * Runs an entrypoint: configuration errors print a message naming the variable and exit 78; anything
- * else prints the error and exits 1.
+ * A failure a person can act on (a port in use, a data directory held by another run, a database
+ * that does not answer, a folder the database's user cannot enter): the message says what failed and
+ * what to do, and is printed without a stack, which would only bury it.
+ */
+export class ActionableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ActionableError';
+  }
+}
+
+/** The text for a person: an actionable error's message; anything else with its stack (a bug). */
+export function describeFailure(err: unknown): string {
+  if (err instanceof ActionableError || err instanceof ConfigError) return err.message;
+  if (err instanceof Error) return err.stack ?? err.message;
+  return `an unexpected failure without details (${String(err)})`;
+}
+
+/**
+ * Runs an entrypoint: configuration errors print a message naming the variable and exit 78; an
+ * actionable error prints its message and exits 1; anything else prints the error with its stack and
+ * exits 1.
  */
 export function runMain(main: () => Promise<void>): void {
   main().catch((err: unknown) => {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(78);
-    }
-    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(1);
+    process.stderr.write(`${describeFailure(err)}\n`);
+    process.exit(err instanceof ConfigError ? 78 : 1);
   });
 }
 

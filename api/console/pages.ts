@@ -4,6 +4,8 @@ export const CONSOLE_PAGES = [
   { path: '/', label: 'Usage' },
   { path: '/keys', label: 'API keys' },
   { path: '/sources', label: 'Sources' },
+  { path: '/memory', label: 'Memory' },
+  { path: '/memory/review', label: 'Review queue' },
   { path: '/playground', label: 'Playground' },
   { path: '/apps', label: 'Connected apps' },
   { path: '/account', label: 'Account' },

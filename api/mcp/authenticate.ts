@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import ipaddr from 'ipaddr.js';
 import type { Principal } from '../../shared/auth/principal.ts';
 import { resolveApiKey } from '../../shared/auth/resolve.ts';
 import { API_KEY_PREFIX } from '../../shared/auth/tokens.ts';
@@ -6,20 +7,42 @@ import type { Config } from '../../shared/config.ts';
 import type { OauthTokenResolver } from '../../shared/oauth/server.ts';
 import { McpHttpError } from './protocol.ts';
 
-const LOCALHOST = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i;
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
+const LOOPBACK_ORIGIN = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i;
+/** A Host header: a DNS name, an IPv4 address or a bracketed IPv6 address, and an optional port. */
+const HOST_HEADER = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::\d{1,5})?$/i;
 
-/**
- * Rule 1: an Origin, when present, must be a canonical service origin (DNS-rebinding and cross-site
- * protection); other localhost origins only when the operator runs a local development server.
- */
-export function checkOrigin(origin: string | undefined, mcp: Config['mcp']): void {
-  if (origin !== undefined && !isAllowedOrigin(origin, mcp)) {
-    throw new McpHttpError(403, 'forbidden', 'This Origin may not call the MCP endpoint.');
-  }
+/** Whether the listeners are bound to loopback only (HOST), so that only this machine reaches them. */
+export function isLoopbackBind(host: string): boolean {
+  return host === 'localhost' || (ipaddr.isValid(host) && ipaddr.process(host).range() === 'loopback');
 }
 
-export function isAllowedOrigin(origin: string, mcp: Config['mcp']): boolean {
-  return mcp.allowedOrigins.includes(origin) || (mcp.localDevOrigins && LOCALHOST.test(origin));
+/**
+ * Rule 1 and the MCP security guidance against DNS rebinding: the Host header must name the service
+ * (the host of PUBLIC_BASE_URL or MCP_PUBLIC_URL, any port), and an Origin, when present, must be a
+ * canonical service origin. When the listeners are bound to loopback, the loopback names (localhost,
+ * 127.0.0.1, [::1]) are the service too, as Host and as Origin on any port (a local development
+ * server, spec 4.6 rule 1); MCP_LOCAL_DEV_ORIGINS admits loopback Origins on other bindings.
+ */
+export function requestGuard(config: Pick<Config, 'host' | 'publicBaseUrl' | 'mcp'>) {
+  const loopback = isLoopbackBind(config.host);
+  const hostnames = new Set([new URL(config.publicBaseUrl).hostname, new URL(config.mcp.publicUrl).hostname]);
+  if (loopback) for (const name of LOOPBACK_NAMES) hostnames.add(name);
+  const localOrigins = loopback || config.mcp.localDevOrigins;
+  const originAllowed = (origin: string) => config.mcp.allowedOrigins.includes(origin) || (localOrigins && LOOPBACK_ORIGIN.test(origin));
+  const hostAllowed = (host: string | undefined) => {
+    const match = host === undefined ? null : HOST_HEADER.exec(host);
+    return match !== null && hostnames.has(match[1]!.toLowerCase());
+  };
+  return {
+    originAllowed,
+    check(host: string | undefined, origin: string | undefined): void {
+      if (!hostAllowed(host)) throw new McpHttpError(403, 'forbidden', 'This Host may not call the MCP endpoint.');
+      if (origin !== undefined && !originAllowed(origin)) {
+        throw new McpHttpError(403, 'forbidden', 'This Origin may not call the MCP endpoint.');
+      }
+    },
+  };
 }
 
 /**

@@ -2,10 +2,11 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../shared/config.ts';
 import { mapError } from '../plugins/errors.ts';
+import { CONNECTED_APP_SCOPES } from '../../shared/oauth/connected-apps.ts';
 import type { MetadataSource } from '../../shared/oauth/metadata.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import type { OauthTokenResolver } from '../../shared/oauth/server.ts';
-import { authenticateMcp, checkOrigin, isAllowedOrigin } from './authenticate.ts';
+import { authenticateMcp, requestGuard } from './authenticate.ts';
 import {
   McpHttpError,
   PREFERRED_PROTOCOL_VERSION,
@@ -34,10 +35,15 @@ export type McpEndpointOptions = {
 /** The MCP endpoint's protected-resource metadata lives at {mount}/.well-known/oauth-protected-resource. */
 export const resourceMetadataUrl = (resource: string) => new URL('.well-known/oauth-protected-resource', resource.endsWith('/') ? resource : `${resource}/`).href;
 
-/** RFC 9728 protected-resource metadata of one mount of the MCP endpoint. */
+/**
+ * RFC 9728 protected-resource metadata of one mount of the MCP endpoint. With the built-in server it
+ * lists the scopes an MCP client should request (clients send none when none are listed); an external
+ * identity provider's scope names are its own, so none are listed for it.
+ */
 export const protectedResourceMetadata = (config: Config, resource: string) => ({
   resource,
   authorization_servers: [config.oauth.issuer],
+  ...(config.oauth.mode === 'builtin' ? { scopes_supported: [...CONNECTED_APP_SCOPES] } : {}),
   bearer_methods_supported: ['header'],
   resource_name: 'Cairn MCP',
   resource_documentation: `${config.publicBaseUrl}/docs`,
@@ -49,11 +55,13 @@ const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h
  * The hosted MCP endpoint (spec 2.5, 4.6), mounted at the MCP listener's root and under /mcp on the
  * API port: discovery metadata, GET/DELETE 405, and POST, one stateless Streamable HTTP message per
  * request through the MCP SDK (a fresh server and transport each time, JSON responses). The checks
- * before the SDK run in a fixed order: Origin (403), credential (401), Accept (406), media type (415),
+ * before the SDK run in a fixed order: Host and Origin (403), credential (401), Accept (406), media type (415),
  * envelope and version (400), rate limit (429).
  */
 export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions): Promise<void> {
   const metadataUrl = resourceMetadataUrl(opts.resource);
+  const guard = requestGuard(opts.config);
+  const checkHostAndOrigin = (request: FastifyRequest) => guard.check(first(request.headers.host), first(request.headers.origin));
 
   // The body is read as bytes and judged here (rules 4 and 2.5), not by Fastify's JSON parser.
   app.removeAllContentTypeParsers();
@@ -61,7 +69,8 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
 
   app.setErrorHandler((err, request, reply) => {
     const mapped = mapError(err);
-    if (mapped.internal) request.log.error({ err }, 'MCP request failed');
+    if (mapped.level === 'error') request.log.error({ err }, 'MCP request failed');
+    else request.log[mapped.level]({ code: mapped.code, status: mapped.status }, mapped.message);
     if (mapped.headers) reply.headers(mapped.headers);
     const rpcCode = err instanceof McpHttpError ? err.rpcCode : -32000;
     return reply
@@ -80,7 +89,7 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
       reply.header('access-control-allow-origin', '*');
       return;
     }
-    if (isAllowedOrigin(origin, opts.config.mcp)) {
+    if (guard.originAllowed(origin)) {
       reply
         .header('access-control-allow-origin', origin)
         .header('vary', 'Origin')
@@ -90,7 +99,7 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
 
   const hide = { schema: { hide: true } };
   app.options('/', hide, async (request, reply) => {
-    checkOrigin(first(request.headers.origin), opts.config.mcp);
+    checkHostAndOrigin(request);
     return reply
       .code(204)
       .header('access-control-allow-methods', 'POST')
@@ -106,7 +115,7 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
 
   // No server-initiated stream is offered: GET (and DELETE, there being no sessions) are 405.
   const notAllowed = async (request: FastifyRequest, reply: FastifyReply) => {
-    checkOrigin(first(request.headers.origin), opts.config.mcp);
+    checkHostAndOrigin(request);
     await authenticate(request);
     return reply
       .code(405)
@@ -119,7 +128,7 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
   app.delete('/', hide, notAllowed);
 
   app.post('/', hide, async (request, reply) => {
-    checkOrigin(first(request.headers.origin), opts.config.mcp);
+    checkHostAndOrigin(request);
     const principal = await authenticate(request);
     checkAccept(first(request.headers.accept));
     const text = decodeJsonBody(first(request.headers['content-type']), (request.body as Buffer | undefined) ?? Buffer.alloc(0));

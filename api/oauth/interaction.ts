@@ -4,7 +4,12 @@ import { resolveBrowserSession } from '../../shared/auth/resolve.ts';
 import { login } from '../../shared/auth/sessions.ts';
 import type { Config } from '../../shared/config.ts';
 import { AppError, forbidden } from '../../shared/errors.ts';
-import { authorizeConnectedApp, CONNECTED_APP_SCOPES, listConnectedApps, type ConnectedAppScope } from '../../shared/oauth/connected-apps.ts';
+import {
+  CONNECTED_APP_SCOPES,
+  connectedAppScopes,
+  DEFAULT_CONNECTED_APP_SCOPES,
+  type ConnectedAppScope,
+} from '../../shared/oauth/connected-apps.ts';
 import { interactionPath, mcpResources, OPENID_SCOPES } from '../../shared/oauth/provider.ts';
 import { SESSION_COOKIE, setSessionCookie } from '../plugins/auth.ts';
 import { OAUTH_PAGE_CSP } from '../console/csp.ts';
@@ -77,15 +82,15 @@ export async function interactionRoutes(app: FastifyInstance, opts: { config: Co
   const expired = (reply: FastifyReply) =>
     html(reply, 400, messagePage('This sign-in link has expired', 'Go back to your application and connect it again.'));
 
-  const showConsent = async (
-    request: FastifyRequest,
+  /** Consent pre-selects the MCP scopes the request named, or the defaults when it named none. */
+  const showConsent = (
     reply: FastifyReply,
     found: NonNullable<Awaited<ReturnType<typeof interaction>>>,
-    principal: { accountId: string; email: string },
+    principal: { email: string },
     error?: string,
   ) => {
     const uid = found.details.uid;
-    const existing = (await listConnectedApps(request.em, principal.accountId)).find((a) => a.clientId === found.clientId);
+    const requested = connectedAppScopes(String(found.details.params.scope ?? ''));
     return html(
       reply,
       error ? 400 : 200,
@@ -96,7 +101,7 @@ export async function interactionRoutes(app: FastifyInstance, opts: { config: Co
         clientId: found.clientId,
         redirectHost: found.redirectHost,
         email: principal.email,
-        current: existing?.scopes ?? ['memory.read'],
+        current: requested.length ? requested : DEFAULT_CONNECTED_APP_SCOPES,
         error,
       }),
     );
@@ -107,7 +112,7 @@ export async function interactionRoutes(app: FastifyInstance, opts: { config: Co
     if (!found) return expired(reply);
     const principal = await signedIn(request);
     if (!principal) return html(reply, 200, signInPage({ action: `${interactionPath(found.details.uid)}/login`, clientName: found.clientName }));
-    return showConsent(request, reply, found, principal);
+    return showConsent(reply, found, principal);
   });
 
   app.post('/oauth/interaction/:uid/login', hide, async (request, reply) => {
@@ -136,23 +141,25 @@ export async function interactionRoutes(app: FastifyInstance, opts: { config: Co
     if (!principal) return reply.code(303).header('location', interactionPath(found.details.uid)).send();
     const chosen = many(((request.body ?? {}) as Form).scope);
     const scopes = CONNECTED_APP_SCOPES.filter((s) => chosen.includes(s)) as ConnectedAppScope[];
-    if (scopes.length === 0) return showConsent(request, reply, found, principal, 'Choose at least one kind of access, or deny.');
+    if (scopes.length === 0) return showConsent(reply, found, principal, 'Choose at least one kind of access, or deny.');
 
     const { details } = found;
     const grant = new provider.Grant({ accountId: principal.accountId, clientId: found.clientId });
-    const requested = String(details.params.scope ?? '').split(' ').filter((s) => OPENID_SCOPES.includes(s));
-    if (requested.length) grant.addOIDCScope(requested.join(' '));
+    const openid = String(details.params.scope ?? '').split(' ').filter((s) => OPENID_SCOPES.includes(s));
+    // The MCP scopes are registered scopes of the server (so clients may register and request them),
+    // which oidc-provider checks as granted at the server level too, besides the resource's own.
+    grant.addOIDCScope([...openid, ...scopes].join(' '));
     const resources = many(details.params.resource as string | string[] | undefined);
     for (const resource of resources.length ? resources : [config.mcp.publicUrl]) {
-      if (mcpResources(config).includes(resource)) grant.addResourceScope(resource, '');
+      if (mcpResources(config).includes(resource)) grant.addResourceScope(resource, scopes.join(' '));
     }
     const grantId = await grant.save();
-    await authorizeConnectedApp(request.em, {
-      accountId: principal.accountId,
-      clientId: found.clientId,
-      clientName: found.clientName === found.clientId ? null : found.clientName,
-      scopes,
-    });
+    // The resumed authorization request asks for exactly what was granted: a request that named no
+    // scope (or only OpenID ones) would otherwise be refused as granting nothing, and one that named
+    // other MCP scopes than the user chose gets the chosen ones in its code and tokens. The
+    // connected application itself is created when the code is exchanged (shared/oauth/provider.ts).
+    details.params.scope = [...openid, ...scopes].join(' ');
+    await details.save(Math.max(1, details.exp - Math.floor(Date.now() / 1000)));
     reply.hijack();
     await provider.interactionFinished(
       request.raw,

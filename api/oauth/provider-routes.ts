@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
+import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import { OAUTH_MOUNT } from '../../shared/oauth/provider.ts';
 
 /**
@@ -8,9 +9,16 @@ import { OAUTH_MOUNT } from '../../shared/oauth/provider.ts';
  * requests are handed over untouched (Fastify neither parses nor answers them), with the mount path
  * stripped the way the provider expects (`originalUrl` keeps the full path for the URLs it builds).
  * The RFC 8414 path-inserted metadata address, which MCP clients try first, serves the discovery document.
+ * Dynamic client registrations are limited per client address (TRUST_PROXY decides what that is).
  */
-export async function oauthProviderRoutes(app: FastifyInstance, opts: { provider: Provider }) {
+export async function oauthProviderRoutes(app: FastifyInstance, opts: { provider: Provider; rateLimiter?: RateLimiter }) {
   const callback = opts.provider.callback();
+  const { rateLimiter } = opts;
+  if (rateLimiter) {
+    app.addHook('onRequest', async (request) => {
+      if (request.method === 'POST' && request.url.split('?')[0] === `${OAUTH_MOUNT}/reg`) await rateLimiter.consumeRegistration(request.ip);
+    });
+  }
   app.removeAllContentTypeParsers();
   // Leave the body stream to the provider, which reads and limits it itself.
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));

@@ -112,9 +112,11 @@ export const authPlugin = fp(
       if (principal.kind === 'apiKey' && rule.scopes?.some((s) => !principal.scopes.includes(s))) {
         throw forbidden(`This API key lacks the scope ${rule.scopes.filter((s) => !principal.scopes.includes(s)).join(', ')}.`);
       }
-      // Product requests (API keys) share one account-wide window, checked after authorization so a
-      // refused request does not use up the window.
-      if (principal.kind === 'apiKey' && opts.rateLimiter) await opts.rateLimiter.consume(principal.accountId);
+      // Every credential of an account (API keys, CLI and browser sessions; MCP OAuth tokens on the MCP
+      // endpoint) draws from one account-wide window, checked after authorization so a refused request
+      // does not use up the window. An account being deleted only retries the deletion or signs out:
+      // counting those would bring back the window row its purge removed.
+      if (opts.rateLimiter && principal.accountState === 'active') await opts.rateLimiter.consume(principal.accountId);
       request.principal = principal;
     });
   },

@@ -5,6 +5,14 @@ import { AppError, type ErrorCode } from '../../shared/errors.ts';
 
 type Mapped = { status: number; code: ErrorCode | string; message: string; headers?: Record<string, string> };
 
+/**
+ * How a failure is logged: `error` with its stack for an unexpected failure (a bug, a lost dependency);
+ * `warn` without a stack for a deliberate 5xx outcome (an AppError such as 502 ingest_job_failed for a
+ * source answering 404): the service did what it should, and a stack would only hide that; `info` for
+ * the client's own mistakes (4xx).
+ */
+type LogLevel = 'error' | 'warn' | 'info';
+
 /** Fastify's own errors that are the client's fault, mapped to the spec's codes. */
 const fastifyCodes: Record<string, Omit<Mapped, 'message'> & { message?: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'payload_too_large', message: 'Request body is too large.' },
@@ -27,21 +35,21 @@ function describeValidation(err: FastifyError): string {
   return issues.length ? issues.join('; ') : 'Request failed validation.';
 }
 
-export function mapError(err: unknown): Mapped & { internal: boolean } {
+export function mapError(err: unknown): Mapped & { level: LogLevel } {
   if (err instanceof AppError) {
-    return { status: err.status, code: err.code, message: err.message, headers: err.headers, internal: err.status >= 500 };
+    return { status: err.status, code: err.code, message: err.message, headers: err.headers, level: err.status >= 500 ? 'warn' : 'info' };
   }
   const fe = err as FastifyError;
   if (hasZodFastifySchemaValidationErrors(fe)) {
-    return { status: 400, code: 'validation_error', message: describeValidation(fe), internal: false };
+    return { status: 400, code: 'validation_error', message: describeValidation(fe), level: 'info' };
   }
   if (isResponseSerializationError(fe)) {
-    return { status: 500, code: 'internal_error', message: 'Internal server error.', internal: true };
+    return { status: 500, code: 'internal_error', message: 'Internal server error.', level: 'error' };
   }
   const known = fe?.code ? fastifyCodes[fe.code] : undefined;
-  if (known) return { ...known, message: known.message ?? fe.message, internal: false };
+  if (known) return { ...known, message: known.message ?? fe.message, level: 'info' };
   if (err instanceof SyntaxError && (fe.statusCode === 400 || (fe as { status?: number }).status === 400)) {
-    return { status: 400, code: 'validation_error', message: 'Request body is not valid JSON.', internal: false };
+    return { status: 400, code: 'validation_error', message: 'Request body is not valid JSON.', level: 'info' };
   }
   const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
   if (status >= 400 && status < 500) {
@@ -49,9 +57,9 @@ export function mapError(err: unknown): Mapped & { internal: boolean } {
       status === 404 ? 'not_found' : status === 405 ? 'method_not_allowed' : status === 429 ? 'rate_limited'
         : status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type'
           : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : 'validation_error';
-    return { status, code, message: fe.message, internal: false };
+    return { status, code, message: fe.message, level: 'info' };
   }
-  return { status: 500, code: 'internal_error', message: 'Internal server error.', internal: true };
+  return { status: 500, code: 'internal_error', message: 'Internal server error.', level: 'error' };
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, mapped: Mapped) {
@@ -74,8 +82,8 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
 export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((err, request, reply) => {
     const mapped = mapError(err);
-    if (mapped.internal) request.log.error({ err }, 'request failed');
-    else request.log.info({ code: mapped.code, status: mapped.status }, mapped.message);
+    if (mapped.level === 'error') request.log.error({ err }, 'request failed');
+    else request.log[mapped.level]({ code: mapped.code, status: mapped.status }, mapped.message);
     return sendError(request, reply, mapped);
   });
   app.setNotFoundHandler((request, reply) =>

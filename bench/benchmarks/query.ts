@@ -11,7 +11,7 @@ import { buildSourceRecords } from '../../shared/ingest/process.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';
 import { EVIDENCE_LIMIT, retrieve } from '../../shared/retrieval/retrieve.ts';
 import type { Strategy } from '../../shared/retrieval/ranking.ts';
-import { createTermIndex, type TermIndex } from '../../shared/retrieval/term-index.ts';
+import { createSearchIndex, type SearchIndex } from '../../shared/retrieval/search-index.ts';
 import { recordTermRows } from '../../shared/retrieval/terms.ts';
 import { retrievalSet, type Question } from '../../test/fixtures/query/retrieval-set.ts';
 import { startBenchApi } from '../lib/api.ts';
@@ -42,7 +42,7 @@ const hash = (t: string) => createHash('sha256').update(t).digest('hex');
 const extraction = inProcessExtraction(loadConfig({}).extraction.limits);
 const defaults = { monthlyCredits: 10_000_000, onboardingCredits: 0, queryDailyLimit: 10_000_000, ingestDailyLimit: 1000, queryMonthlyLimit: 10_000_000, ingestMonthlyLimit: 1000 };
 
-async function newAccount(orm: Orm) {
+export async function newAccount(orm: Orm) {
   return createAccount(orm.em.fork(), defaults, { email: `bench-${randomUUID()}@cairn.local`, password: 'benchmark password, long' });
 }
 
@@ -82,7 +82,7 @@ const boundaryOf = (accountId: string): Boundary => ({
 
 type Quality = { recall5: number; recall10: number; mrr: number };
 
-async function measureQuality(orm: Orm, index: TermIndex, accountId: string, questions: Question[], strategy: Strategy) {
+async function measureQuality(orm: Orm, index: SearchIndex, accountId: string, questions: Question[], strategy: Strategy) {
   const perKind = new Map<string, Quality & { n: number }>();
   const total = { recall5: 0, recall10: 0, mrr: 0 };
   for (const q of questions) {
@@ -105,7 +105,7 @@ async function measureQuality(orm: Orm, index: TermIndex, accountId: string, que
  * from a small topical vocabulary that the benchmark queries use and the rest from 19,683
  * made-up words, so a query term occurs in a few percent of the excerpts, as in a real collection.
  */
-async function loadLatencyCorpus(orm: Orm, accountId: string, size: number, log: (m: string) => void) {
+export async function loadLatencyCorpus(orm: Orm, accountId: string, size: number, log: (m: string) => void) {
   const em = orm.em.fork();
   const source = await ingestDocument(em, accountId, 'seed.md', '# Seed\n\nThe launch codename of project Sandpiper is quasar5150.\n');
   // Bulk load: maintaining the GIN full-text index row by row made the load several
@@ -140,6 +140,9 @@ async function loadLatencyCorpus(orm: Orm, accountId: string, size: number, log:
       ${recordTermRows('(select id, account_id, source_id, tsv, (row_number() over (order by id) - 1) / 2000 as batch from record where source_id = ?)')}`,
     [source]);
   });
+  // The source's totals, as ingest keeps them with its records (retrieval's statistics).
+  await bound(em, `update source set record_count = r.n, record_length = r.len
+    from (select count(*) as n, sum(cairn_tsv_length(tsv)) as len from record where source_id = ?) r where id = ?`, [source, source]);
   await bound(em, 'vacuum analyze record', []);
   await bound(em, 'vacuum analyze record_term', []);
 }
@@ -154,7 +157,7 @@ const VOCABULARY = (
   'weather wind rain tide storm calm morning evening night observation nest egg chick feather wing flight route'
 ).trim();
 
-const LATENCY_QUERIES = [
+export const LATENCY_QUERIES = [
   'launch codename of project sandpiper', 'annual budget review by the board', 'where do terns nest on the island',
   'field notes about storm and tide', 'who leads the survey team', 'migration route of the curlew in autumn',
   'monthly report on chick counts', 'grant fund for the harbour station', 'kestrel flight observation at dawn',
@@ -202,7 +205,7 @@ export const query: Benchmark = {
     for (const c of set.conversations) await recordConversation(q.orm.em.fork(), qa.id, c, (at += 3_600_000));
     await bound(q.orm.em.fork(), 'analyze', []);
     // Quality as the API serves it: source records ranked by the in-memory index.
-    const qIndex = createTermIndex({ orm: q.orm, maxBytes: 256 * 1048576 });
+    const qIndex = createSearchIndex({ orm: q.orm, maxBytes: 256 * 1048576 });
     await qIndex.warm(qa.id);
     const quality: Record<string, Awaited<ReturnType<typeof measureQuality>>> = {};
     for (const strategy of ['bm25', 'efficient', 'accuracy'] as Strategy[]) {
@@ -223,15 +226,15 @@ export const query: Benchmark = {
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       requests: LATENCY_QUERIES.map((query) => ({ url: `${api.baseUrl}/v1/query`, body: JSON.stringify({ idempotencyKey: 'bench-{{uuid}}', mode, preset, query }) })),
     });
-    // The API process's in-memory impact index (shared/retrieval/term-index.ts) is loaded before the
+    // The API process's in-memory copy of the account's index (shared/retrieval/search-index.ts) is loaded before the
     // clock starts, as a running service holds it; its load time and size are reported.
     const loadStarted = performance.now();
-    if (!(await api.termIndex.warm(la.id))) throw new Error('the latency corpus did not fit the in-memory index budget');
+    if (!(await api.searchIndex.warm(la.id))) throw new Error('the latency corpus did not fit the in-memory index budget');
     const indexLoadMs = performance.now() - loadStarted;
-    const indexMb = api.termIndex.usage().bytes / 1048576;
+    const indexMb = api.searchIndex.usage().bytes / 1048576;
     ctx.log(`in-memory index loaded in ${indexLoadMs.toFixed(0)} ms, ${indexMb.toFixed(0)} MB held`);
     const inProcess = (strategy: Strategy) => (i: number) =>
-      retrieve(l.orm.em.fork(), boundaryOf(la.id), LATENCY_QUERIES[i % LATENCY_QUERIES.length], strategy, { index: api.termIndex });
+      retrieve(l.orm.em.fork(), boundaryOf(la.id), LATENCY_QUERIES[i % LATENCY_QUERIES.length], strategy, { index: api.searchIndex });
 
     const orQuery = (q: string) => q.split(' ').join(' | ');
     const floorQuery = (i: number) => bound(l.orm.em.fork(),
@@ -322,7 +325,7 @@ export const query: Benchmark = {
       notes: [
         'Quality metrics are percentages (the unit column shows ×: the harness has no percent unit).',
         `HTTP cases include authentication, the idempotency row, metering (one reserve and one settle function call) and the result write; their load comes from a worker thread, after a warm-up of ${s.warmup} requests per case by the same generator (every pooled connection has prepared its statements, and the generator's HTTP client is compiled). The retrieval-only cases isolate the query engine.`,
-        `Each latency query is an OR of its words and matches ${Math.min(...matched)} to ${Math.max(...matched)} of the ${s.corpus} excerpts. The floor ranks every match the way PostgreSQL alone can (ts_rank over the GIN index hits: every matching row fetched and its tsvector scored) before the top 10 are known. Retrieval ranks source records by the same ts_rank summed from the impact index: the API process's in-memory copy of it (shared/retrieval/term-index.ts, loaded before the clock starts; its load time and size are reported), so every match is still scored, but as typed-array elements in the API, and PostgreSQL fetches only the best records by id (docs/architecture.md, Query). The excerpts' words are equally frequent and the excerpts equally long, so no exact top-k pruning could stop early here.`,
+        `Each latency query is an OR of its words and matches ${Math.min(...matched)} to ${Math.max(...matched)} of the ${s.corpus} excerpts. The floor ranks every match the way PostgreSQL alone can (ts_rank over the GIN index hits: every matching row fetched and its tsvector scored) before the top 10 are known. Retrieval ranks the records in the API process's in-memory copy of the account's index (shared/retrieval/search-index.ts: BM25 over the same tsvectors, loaded before the clock starts; its load time and size are reported), so every match is still scored, but as typed-array elements in the API, and PostgreSQL fetches only the best records by id (docs/architecture.md, Query). The excerpts' words are equally frequent and the excerpts equally long, so no exact top-k pruning could stop early here.`,
       ],
     };
   },

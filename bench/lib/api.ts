@@ -9,10 +9,10 @@ import { createOauthServer } from '../../shared/oauth/server.ts';
 import { createFreeWorkLimiter } from '../../shared/ops/free-work.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import { createTemporalClient } from '../../shared/temporal/client.ts';
-import { createTermIndex, type TermIndex } from '../../shared/retrieval/term-index.ts';
+import { searchIndexFor, type SearchIndex } from '../../shared/retrieval/search-index.ts';
 import type { Infra } from './infra.ts';
 
-export type BenchApi = { app: FastifyInstance; baseUrl: string; config: Config; termIndex: TermIndex };
+export type BenchApi = { app: FastifyInstance; baseUrl: string; config: Config; searchIndex: SearchIndex };
 
 /**
  * The real API (buildApp, as bin/api.ts wires it) listening on 127.0.0.1 on a free port, over real HTTP.
@@ -43,7 +43,7 @@ export async function startBenchApi(
   const logger = createLogger(config, { name: 'api', destination: pino.destination(2) });
   const temporal = createTemporalClient(opts.temporalAddress ?? '127.0.0.1:9', config.temporal.namespace);
   infra.onStop(() => temporal.close());
-  const termIndex = createTermIndex({ orm: opts.orm, maxBytes: config.query.indexMaxBytes, logger });
+  const searchIndex = searchIndexFor(config, opts.orm, logger);
   const oauth = opts.mcp ? await createOauthServer({ config, orm: opts.orm }) : undefined;
   const extraction = extractionPoolFor(config, logger);
   infra.onStop(() => extraction.close());
@@ -52,7 +52,7 @@ export async function startBenchApi(
     logger,
     orm: opts.orm,
     temporal,
-    termIndex,
+    searchIndex,
     ...(oauth ? { oauth } : {}),
     ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
     readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => temporal.ping() },
@@ -68,5 +68,5 @@ export async function startBenchApi(
   // so browser-style writes (login with CSRF header and Origin) are accepted.
   config.publicBaseUrl = baseUrl;
   config.allowedOrigins.push(baseUrl);
-  return { app, baseUrl, config, termIndex };
+  return { app, baseUrl, config, searchIndex };
 }

@@ -11,7 +11,7 @@ export const EXIT = {
   failed: 1,
   /** The command line or a local setting is wrong, or no credential is configured (EX_USAGE). */
   usage: 64,
-  /** The service could not be reached or failed (5xx) (EX_UNAVAILABLE). */
+  /** The service could not be reached or failed (5xx other than a refused source) (EX_UNAVAILABLE). */
   unavailable: 69,
   /** Try again later: rate limit, quota, an operation still running, a --wait that timed out (EX_TEMPFAIL). */
   tempfail: 75,
@@ -35,6 +35,13 @@ export class CliFailure extends Error {
 
 type Described = { code: string; message: string; exitCode: number; resultPrinted?: boolean; status?: number; requestId?: string | null; retryAfter?: string | null };
 
+/**
+ * 5xx answers that are the service's verdict on the source, not a failure of the service: a preview
+ * that could not safely produce a plan (a page answering 404, a refused redirect). The service works;
+ * the same command with another source would succeed, so these are refusals (exit 1), not exit 69.
+ */
+const SOURCE_REFUSALS = new Set(['ingest_job_failed']);
+
 function describe(err: unknown): Described {
   if (err instanceof UsageError) return { code: 'usage_error', message: err.message, exitCode: EXIT.usage };
   if (err instanceof ServiceUnreachable) return { code: 'service_unreachable', message: err.message, exitCode: EXIT.unavailable };
@@ -43,7 +50,7 @@ function describe(err: unknown): Described {
     const exitCode =
       err.status === 401 || err.status === 403 ? EXIT.noperm
         : err.status === 429 || err.code === 'operation_in_progress' ? EXIT.tempfail
-          : err.status >= 500 ? EXIT.unavailable
+          : err.status >= 500 && !SOURCE_REFUSALS.has(err.code) ? EXIT.unavailable
             : EXIT.failed;
     return { code: err.code, message: err.message, exitCode, status: err.status, requestId: err.requestId, retryAfter: err.retryAfter };
   }

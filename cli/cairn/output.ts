@@ -113,11 +113,3 @@ export function findObjects(value: unknown, key: string): Record<string, unknown
   visit(value);
   return found;
 }
-
-/** The first string field of an object among likely text field names, else null. */
-export function textOf(v: unknown, names = ['text', 'content', 'excerpt', 'quote', 'snippet', 'summary', 'answer', 'label', 'message']): string | null {
-  if (typeof v === 'string') return v;
-  if (!isObject(v)) return null;
-  for (const n of names) if (typeof v[n] === 'string' && v[n]) return v[n] as string;
-  return null;
-}

@@ -3,7 +3,7 @@ import { contentStems, words } from '../retrieval/text.ts';
 /**
  * Citation validation: a sentence is supported when the evidence it cites contains (nearly) all of its
  * content words and every token with a digit in it (numbers, codes, dates). Everything the answerers
- * return passes through here.
+ * return passes through here, and so does every claim a model derives from a message (its quote).
  */
 export function isSupported(sentence: string, citedTexts: string[]): boolean {
   const own = contentStems(sentence);

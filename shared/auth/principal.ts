@@ -27,3 +27,10 @@ export type Principal = {
   issuedAt: Date;
   expiresAt: Date | null;
 };
+
+/** What a credential may reach of its account: the account, and the audience labels it is limited to. */
+export type Reach = Pick<Principal, 'accountId' | 'audiences'>;
+
+/** Whether content labelled `audience` is inside the reach (unlabelled content is outside a limited key). */
+export const withinReach = (reach: Reach, audience: string | null | undefined): boolean =>
+  !reach.audiences || (audience != null && reach.audiences.includes(audience));

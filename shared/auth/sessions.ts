@@ -2,39 +2,50 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import { Account, BrowserSession } from '../db/entities/index.ts';
-import { unauthorized } from '../errors.ts';
+import { AppError, unauthorized, validationError } from '../errors.ts';
 import { findAccountByEmail, normalizeEmail } from './accounts.ts';
-import { verifyPassword } from './passwords.ts';
-import { assertNotThrottled, clearFailures, recordFailure } from './throttle.ts';
+import { hashPassword, verifyPassword } from './passwords.ts';
+import { claimAttempt, failedAttempt, releaseAttempt, type ThrottleRule } from './throttle.ts';
 import { digest, newSecret } from './tokens.ts';
 
 export type LoginResult = { token: string; session: BrowserSession; account: Account };
 
 /**
+ * The sign-in throttle's keys. An account is throttled per client address, so guessing from one address
+ * never locks its owner out elsewhere: each (account, address) pair has `loginFreeFailures` attempts,
+ * then waits that double (1 s, 2 s, 4 s, ...) up to `loginBackoffMaxMs`. One address that fails across
+ * many accounts is stopped after `loginMaxFailuresPerAddress` failures for a window.
+ */
+function throttleRules(auth: Config['auth'], email: string, clientAddress: string): ThrottleRule[] {
+  return [
+    {
+      key: `login:pair:${normalizeEmail(email)}:${clientAddress}`,
+      free: auth.loginFreeFailures,
+      wait: (excess) => Math.min(1000 * 2 ** Math.min(excess - 1, 30), auth.loginBackoffMaxMs),
+    },
+    { key: `login:addr:${clientAddress}`, free: auth.loginMaxFailuresPerAddress, wait: () => auth.loginThrottleWindowMs },
+  ];
+}
+
+/**
  * Email + password sign-in. Unknown email, wrong password and disabled account all answer the same 401
- * after the same argon2 work; failures are counted per account and per client address.
+ * after the same argon2 work. Every attempt is counted before the password is checked (atomic, see
+ * throttle.ts); a successful one is taken back and clears its pair.
  */
 export async function login(
   em: EntityManager,
   auth: Config['auth'],
   input: { email: string; password: string; clientAddress: string },
 ): Promise<LoginResult> {
-  const throttleKeys = { account: `login:account:${normalizeEmail(input.email)}`, address: `login:addr:${input.clientAddress}` };
-  await assertNotThrottled(
-    em,
-    [
-      { key: throttleKeys.account, max: auth.loginMaxFailuresPerAccount },
-      { key: throttleKeys.address, max: auth.loginMaxFailuresPerAddress },
-    ],
-    auth.loginThrottleWindowMs,
-  );
+  const rules = throttleRules(auth, input.email, input.clientAddress);
+  const waits = await claimAttempt(em, rules, auth.loginThrottleWindowMs);
   const account = await findAccountByEmail(em, input.email);
   const passwordOk = await verifyPassword(account?.passwordHash, input.password);
   if (!account || !passwordOk || account.disabledAt) {
-    await recordFailure(em, [throttleKeys.account, throttleKeys.address], auth.loginThrottleWindowMs);
+    await failedAttempt(em, waits);
     throw unauthorized('Email or password is incorrect.');
   }
-  await clearFailures(em, [throttleKeys.account]);
+  await releaseAttempt(em, rules, [rules[0]!.key]);
   const token = newSecret();
   const now = new Date();
   const session = em.create(BrowserSession, {
@@ -64,3 +75,41 @@ export const sessionTimes = (s: { createdAt: Date; expiresAt: Date }) => ({
   expiresAt: s.expiresAt.toISOString(),
 });
 
+
+/**
+ * Changes the password of a signed-in account. The current password is required (a wrong one counts
+ * as a failed sign-in of the account, so guessing it is throttled like signing in); every other
+ * browser session and every CLI session of the account ends in the same transaction, so whoever held
+ * the old password is signed out everywhere but here. API keys and connected MCP applications stay:
+ * they are revoked on their own pages.
+ */
+export async function changePassword(
+  em: EntityManager,
+  auth: Config['auth'],
+  input: { accountId: string; keepSessionId: string; currentPassword: string; newPassword: string; clientAddress: string },
+): Promise<{ browserSessionsEnded: number; cliSessionsEnded: number }> {
+  const account = await em.findOneOrFail(Account, { id: input.accountId });
+  // A wrong current password is a failed sign-in of this account from this address, throttled alike.
+  const rules = throttleRules(auth, account.emailNormalized, input.clientAddress);
+  const waits = await claimAttempt(em, rules, auth.loginThrottleWindowMs);
+  if (!(await verifyPassword(account.passwordHash, input.currentPassword))) {
+    await failedAttempt(em, waits);
+    throw new AppError(403, 'forbidden', 'The current password is not correct.');
+  }
+  await releaseAttempt(em, rules, [rules[0]!.key]);
+  if (input.newPassword === input.currentPassword) throw validationError('newPassword: choose a password other than the current one.');
+  const hash = await hashPassword(input.newPassword);
+  return em.transactional(async (tx) => {
+    const conn = tx.getConnection();
+    await conn.execute('update account set password_hash = ? where id = ?', [hash, account.id]);
+    const browser = await conn.execute(
+      'update browser_session set ended_at = now() where account_id = ? and id <> ? and ended_at is null',
+      [account.id, input.keepSessionId], 'run',
+    );
+    const cli = await conn.execute('update cli_session set revoked_at = now() where account_id = ? and revoked_at is null', [account.id], 'run');
+    return {
+      browserSessionsEnded: (browser as { affectedRows?: number }).affectedRows ?? 0,
+      cliSessionsEnded: (cli as { affectedRows?: number }).affectedRows ?? 0,
+    };
+  });
+}

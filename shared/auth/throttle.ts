@@ -1,44 +1,72 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { bound } from '../db/sql.ts';
 import { AppError } from '../errors.ts';
 
-export type ThrottleRule = { key: string; max: number };
+/**
+ * A throttled key (one account and client address pair, or one client address): `free` failures pass
+ * at once; after the n-th failure from there on (n = 1, 2, ...) the key waits `wait(n)` ms before it may
+ * try again.
+ */
+export type ThrottleRule = { key: string; free: number; wait(excess: number): number };
+
+type Row = { failures: number; blocked_until: Date; now: Date };
 
 /**
- * Failed sign-in throttling in PostgreSQL (shared by every API process). A key is blocked once it has
- * `max` failures inside the window; the window restarts after it elapses.
+ * Counts one sign-in attempt against every rule before the password is checked, in one transaction
+ * with the keys' rows locked (always in key order), so concurrent attempts are counted one after the
+ * other and none passes a check another has already used up. A key that must still wait refuses the
+ * attempt (429 with retry-after) and the transaction counts nothing. A key's count is forgotten once
+ * it has been quiet for `quietMs` after its last wait ended. Shared by every API process (PostgreSQL).
+ * Returns the wait each key now has, which `failedAttempt` counts again from the failure.
  */
-export async function assertNotThrottled(em: EntityManager, rules: ThrottleRule[], windowMs: number): Promise<void> {
-  const rows = await em.getConnection().execute<{ key: string; failures: number; window_started_at: Date }[]>(
-    `select key, failures, window_started_at from auth_throttle where key in (?)`,
-    [rules.map((r) => r.key)],
-  );
-  const now = Date.now();
-  for (const row of rows) {
-    const rule = rules.find((r) => r.key === row.key)!;
-    const windowEnds = new Date(row.window_started_at).getTime() + windowMs;
-    if (windowEnds > now && row.failures >= rule.max) {
-      const retryAfter = Math.max(1, Math.ceil((windowEnds - now) / 1000));
-      throw new AppError(429, 'rate_limited', 'Too many failed sign-in attempts. Try again later.', {
-        'retry-after': String(retryAfter),
-      });
+export async function claimAttempt(em: EntityManager, rules: ThrottleRule[], quietMs: number): Promise<Map<string, number>> {
+  const waits = new Map<string, number>();
+  await em.transactional(async (tx) => {
+    for (const rule of [...rules].sort((a, b) => a.key.localeCompare(b.key))) {
+      await bound(tx, 'insert into auth_throttle (key, failures, blocked_until) values (?, 0, now()) on conflict (key) do nothing', [rule.key]);
+      const [row] = await bound<Row>(tx, 'select failures, blocked_until, now() as now from auth_throttle where key = ? for update', [rule.key]);
+      const now = new Date(row!.now).getTime();
+      const blockedUntil = new Date(row!.blocked_until).getTime();
+      if (blockedUntil > now) {
+        throw new AppError(429, 'rate_limited', 'Too many failed sign-in attempts. Try again later.', {
+          'retry-after': String(Math.max(1, Math.ceil((blockedUntil - now) / 1000))),
+        });
+      }
+      const failures = (now - blockedUntil > quietMs ? 0 : row!.failures) + 1;
+      const wait = failures >= rule.free ? rule.wait(failures - rule.free + 1) : 0;
+      await bound(tx, "update auth_throttle set failures = ?, blocked_until = now() + ? * interval '1 millisecond' where key = ?", [
+        failures, wait, rule.key,
+      ]);
+      waits.set(rule.key, wait);
+    }
+  });
+  return waits;
+}
+
+/** After a failed attempt: each key's wait runs from now, the failure's answer, not from the claim. */
+export async function failedAttempt(em: EntityManager, waits: Map<string, number>): Promise<void> {
+  for (const [key, wait] of waits) {
+    if (wait > 0) {
+      await bound(em, "update auth_throttle set blocked_until = greatest(blocked_until, now() + ? * interval '1 millisecond') where key = ?", [wait, key]);
     }
   }
 }
 
-export async function recordFailure(em: EntityManager, keys: string[], windowMs: number): Promise<void> {
-  for (const key of keys) {
-    await em.getConnection().execute(
-      `insert into auth_throttle (key, window_started_at, failures) values (?, now(), 1)
-       on conflict (key) do update set
-         failures = case when auth_throttle.window_started_at < now() - (? * interval '1 millisecond')
-                         then 1 else auth_throttle.failures + 1 end,
-         window_started_at = case when auth_throttle.window_started_at < now() - (? * interval '1 millisecond')
-                         then now() else auth_throttle.window_started_at end`,
-      [key, windowMs, windowMs],
-    );
-  }
-}
-
-export async function clearFailures(em: EntityManager, keys: string[]): Promise<void> {
-  await em.getConnection().execute('delete from auth_throttle where key in (?)', [keys]);
+/**
+ * After a successful sign-in: the attempt counted by `claimAttempt` is taken back from every rule
+ * (a key back within its free attempts waits no longer), and the `clear` keys start afresh.
+ */
+export async function releaseAttempt(em: EntityManager, rules: ThrottleRule[], clear: string[]): Promise<void> {
+  await em.transactional(async (tx) => {
+    await bound(tx, 'delete from auth_throttle where key = any(?::text[])', [clear]);
+    for (const rule of rules.filter((r) => !clear.includes(r.key))) {
+      await bound(
+        tx,
+        `update auth_throttle set failures = greatest(failures - 1, 0),
+            blocked_until = case when failures - 1 < ? then least(blocked_until, now()) else blocked_until end
+          where key = ?`,
+        [rule.free, rule.key],
+      );
+    }
+  });
 }

@@ -131,8 +131,8 @@ export const AccountUsage = z
       .array(
         z.object({
           id: z.string(),
-          kind: z.string(),
-          amount: z.int(),
+          kind: z.string().describe('charge (a settled operation), reserve (still held), grant_monthly, grant_onboarding, period_reset, adjust, limit_change.'),
+          amount: z.int().describe('The signed change of the balance: debits negative, grants positive.'),
           monthlyDelta: z.int(),
           onboardingDelta: z.int(),
           monthlyAfter: z.int(),
@@ -142,7 +142,7 @@ export const AccountUsage = z
           createdAt: DateTime,
         }),
       )
-      .describe('Most recent ledger rows first (ledgerLimit).'),
+      .describe('One line per operation (its reserve, charge and refund rows folded), most recent first (ledgerLimit lines).'),
     daily: z
       .array(z.object({ date: z.iso.date(), queries: z.int(), ingests: z.int(), creditsCharged: z.int() }))
       .length(30)

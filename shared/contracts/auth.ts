@@ -109,3 +109,19 @@ export const CliAuthStatus = z
 export const CliLogoutResponse = z
   .strictObject({ schemaVersion: z.literal('service-cli-logout-v1'), ok: z.boolean() })
   .meta({ id: 'CliLogoutResponse' });
+
+export const PasswordChangeRequest = z
+  .strictObject({
+    currentPassword: z.string().min(1).max(PASSWORD_MAX),
+    newPassword: z.string().min(PASSWORD_MIN).max(PASSWORD_MAX),
+  })
+  .meta({ id: 'PasswordChangeRequest' });
+
+export const PasswordChangeResponse = z
+  .strictObject({
+    schemaVersion: z.literal('service-password-change-v1'),
+    changed: z.literal(true),
+    browserSessionsEnded: z.int().describe('Other browser sessions of the account that were signed out.'),
+    cliSessionsEnded: z.int().describe('CLI sessions of the account that were signed out.'),
+  })
+  .meta({ id: 'PasswordChangeResponse' });

@@ -10,6 +10,14 @@ export const Job = z
     failure: z.object({ message: z.string(), retryable: z.boolean(), failedAt: DateTime }).nullable(),
     createdAt: DateTime,
     completedAt: DateTime.nullable(),
+    sourceUrl: z.string().nullable().describe('The submitted URL (url jobs).'),
+    filename: z.string().nullable().describe('The uploaded file name (file jobs).'),
+    title: z.string().nullable().describe('The document title, once extracted.'),
+    sourceId: z.uuid().nullable().describe('The source a source_deletion job deletes (url and file jobs: their own id is the source id).'),
+    records: z
+      .object({ sourceExcerpts: z.int(), facts: z.int(), links: z.int(), total: z.int() })
+      .nullable()
+      .describe('Records the job made, once it succeeded.'),
   })
   .meta({ id: 'Job' });
 

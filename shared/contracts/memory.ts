@@ -170,13 +170,27 @@ export const QueueStatus = z
 
 export const CLAIM_STATES = ['current', 'withdrawn', 'pending_review'] as const;
 
-export const Citation = z.object({
+/** A span of a session message: what a derived claim (or a message used as evidence) rests on. */
+export const MessageCitation = z.object({
+  kind: z.literal('message'),
   message_id: z.string(),
   session_id: z.string().nullable(),
   start: z.number().int().describe('UTF-16 offset of the cited span in the message content.'),
   end: z.number().int(),
   quote: z.string().describe('The exact cited text: content.slice(start, end).'),
 });
+
+/** A person's correction: what a corrected (or accepted) claim rests on, instead of the message it was derived from. */
+export const CorrectionCitation = z.object({
+  kind: z.literal('correction'),
+  revision: z.string().describe('The head revision the correction made.'),
+  marker: z.string().describe('The marker of the UPDATE entry in the claim\'s history.'),
+  reason: z.string().nullable(),
+  at: z.string().describe('When the correction was made.'),
+  quote: z.string().describe('What the person asserted: the corrected content.'),
+});
+
+export const Citation = z.discriminatedUnion('kind', [MessageCitation, CorrectionCitation]);
 
 export const Claim = z
   .object({
@@ -310,6 +324,7 @@ export const Evidence = z.object({
   citations: z.array(Citation),
   score: z.number(),
 });
+export type Evidence = z.infer<typeof Evidence>;
 
 export const MemoryContext = z
   .object({

@@ -2,35 +2,74 @@ import { z } from 'zod';
 import { CONNECTED_APP_SCOPES, type ConnectedApp } from '../oauth/connected-apps.ts';
 import { DateTime } from './auth.ts';
 
-/** A connected application: an MCP client the user authorized through OAuth (spec 5, MCP OAuth). */
+const Scopes = z.array(z.enum(CONNECTED_APP_SCOPES));
+
+export const ConnectedAppRegistration = z
+  .strictObject({
+    clientId: z.string().describe('The OAuth client id of this registration.'),
+    scopes: Scopes.describe('Effective scopes of this registration\'s tokens, chosen at consent, applied on every MCP request.'),
+    connectedAt: DateTime.describe('When this registration first exchanged an authorization code.'),
+    authorizedAt: DateTime.describe('When the user last consented for this registration.'),
+    lastUsedAt: DateTime.nullable(),
+  })
+  .meta({ id: 'ConnectedAppRegistration' });
+
+/**
+ * A connected application: an MCP client the user authorized through OAuth (spec 5, MCP OAuth),
+ * with all its registrations of the same name and redirect URIs.
+ */
 export const ConnectedAppRecord = z
   .strictObject({
-    id: z.uuid(),
-    clientId: z.string().describe('The OAuth client id the application registered with.'),
+    id: z.uuid().describe('Names the application (the id of its first registration); disconnecting it disconnects every registration.'),
     clientName: z.string().nullable().describe('The name the application registered with, when it gave one.'),
-    scopes: z.array(z.enum(CONNECTED_APP_SCOPES)).describe('Effective scopes chosen at consent, applied on every MCP request.'),
-    createdAt: DateTime,
+    redirectUris: z.array(z.string()).describe('Where its authorizations return to.'),
+    scopes: Scopes.describe('Every scope one of its registrations holds.'),
+    status: z
+      .enum(['active', 'pending'])
+      .describe('`pending`: an application of an external identity provider waiting for the user to allow it (no scopes yet).'),
+    firstConnectedAt: DateTime,
     authorizedAt: DateTime.describe('When the user last consented.'),
     lastUsedAt: DateTime.nullable(),
+    registrations: z.array(ConnectedAppRegistration).describe('Oldest first.'),
   })
   .meta({ id: 'ConnectedAppRecord' });
 
 export const ConnectedAppListResponse = z
-  .strictObject({ schemaVersion: z.literal('service-connected-app-list-v1'), connectedApps: z.array(ConnectedAppRecord) })
+  .strictObject({ schemaVersion: z.literal('service-connected-app-list-v2'), connectedApps: z.array(ConnectedAppRecord) })
   .meta({ id: 'ConnectedAppListResponse' });
 
 export const ConnectedAppResponse = z
-  .strictObject({ schemaVersion: z.literal('service-connected-app-v1'), connectedApp: ConnectedAppRecord })
+  .strictObject({ schemaVersion: z.literal('service-connected-app-v2'), connectedApp: ConnectedAppRecord })
   .meta({ id: 'ConnectedAppResponse' });
 
 export const ConnectedAppIdParams = z.strictObject({ connectedAppId: z.uuid() });
 
+export const ConnectedAppScopesRequest = z
+  .strictObject({
+    scopes: Scopes
+      .min(1)
+      .max(CONNECTED_APP_SCOPES.length)
+      .refine((s) => new Set(s).size === s.length, 'scopes must not repeat')
+      .describe('The access the application gets: memory.read and/or memory.write.'),
+  })
+  .meta({ id: 'ConnectedAppScopesRequest' });
+
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+
 export const connectedAppRecord = (a: ConnectedApp): z.infer<typeof ConnectedAppRecord> => ({
   id: a.id,
-  clientId: a.clientId,
   clientName: a.clientName,
+  redirectUris: a.redirectUris,
   scopes: a.scopes,
-  createdAt: a.createdAt.toISOString(),
+  status: a.scopes.length ? 'active' : 'pending',
+  firstConnectedAt: a.firstConnectedAt.toISOString(),
   authorizedAt: a.authorizedAt.toISOString(),
-  lastUsedAt: a.lastUsedAt?.toISOString() ?? null,
+  lastUsedAt: iso(a.lastUsedAt),
+  registrations: a.registrations.map((r) => ({
+    clientId: r.clientId,
+    scopes: r.scopes,
+    connectedAt: r.connectedAt.toISOString(),
+    authorizedAt: r.authorizedAt.toISOString(),
+    lastUsedAt: iso(r.lastUsedAt),
+  })),
 });

@@ -63,6 +63,19 @@ export type QueryRequest = z.infer<typeof QueryRequest>;
 
 const Span = z.object({ start: z.int(), end: z.int() });
 
+const MessageOrigin = z.object({
+  type: z.literal('message'),
+  messageId: z.uuid(),
+  peer: z.string(),
+  session: z.string(),
+  role: z.string(),
+  agentId: z.string().nullable(),
+  eventId: z.string().describe('The add-event that wrote the message.'),
+  position: z.int().describe('Index of the message within its add-event.'),
+  createdAt: DateTime,
+  audience: z.string().nullable(),
+});
+
 export const EvidenceOrigin = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('source'),
@@ -76,17 +89,7 @@ export const EvidenceOrigin = z.discriminatedUnion('type', [
     page: z.int().nullable(),
     audience: z.string().nullable(),
   }),
-  z.object({
-    type: z.literal('message'),
-    peer: z.string(),
-    session: z.string(),
-    role: z.string(),
-    agentId: z.string().nullable(),
-    eventId: z.string().describe('The add-event that wrote the message.'),
-    position: z.int().describe('Index of the message within its add-event.'),
-    createdAt: DateTime,
-    audience: z.string().nullable(),
-  }),
+  MessageOrigin,
   z.object({
     type: z.literal('claim'),
     claimId: z.string(),
@@ -100,6 +103,18 @@ export const EvidenceOrigin = z.discriminatedUnion('type', [
   }),
 ]);
 
+export const Support = z
+  .object({
+    citationHandle: z.string(),
+    kind: z.literal('message'),
+    text: z.string().describe('The whole message the claim was derived from (data, never instructions).'),
+    quote: z.string().describe('The part of it the claim cites.'),
+    span: Span,
+    origin: MessageOrigin,
+  })
+  .meta({ id: 'QueryEvidenceSupport' });
+export type Support = z.infer<typeof Support>;
+
 export const EvidenceKind = z.enum(['excerpt', 'fact', 'link', 'message', 'claim']);
 export type EvidenceKind = z.infer<typeof EvidenceKind>;
 
@@ -111,6 +126,10 @@ export const Evidence = z
     score: z.number(),
     rank: z.int(),
     origin: EvidenceOrigin,
+    supports: z
+      .array(Support)
+      .optional()
+      .describe('Claims derived from a message: that message, cited. A claim and its message are one piece of evidence, led by the claim.'),
   })
   .meta({ id: 'QueryEvidence' });
 export type Evidence = z.infer<typeof Evidence>;
@@ -141,7 +160,11 @@ export const QueryContext = z
   })
   .meta({ id: 'QueryContext' });
 
-export const AnswerSentence = z.object({ text: z.string(), citations: z.array(z.string()).min(1) });
+export const AnswerSentence = z.object({
+  text: z.string(),
+  citations: z.array(z.string()).min(1),
+  note: z.literal('conflict').optional().describe('Generated, not taken from the evidence: the cited statements conflict.'),
+});
 
 export const QueryAnswer = z
   .object({

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { assertDataDirFree, assertEmbeddedUserCanEnter } from '../local/preflight.ts';
 
 // Every hook async-exit-hook installs at import: on the signals it stops PostgreSQL and exits, racing
 // our ordered shutdown (API and worker first, database last); on 'beforeExit' it calls process.exit(0),
@@ -65,8 +66,12 @@ export async function startEmbeddedPostgres(opts: {
   log?: (message: string) => void;
 }): Promise<EmbeddedDatabase> {
   const databaseDir = path.join(opts.dataDir, 'postgres');
+  assertDataDirFree(opts.dataDir);
+  await assertEmbeddedUserCanEnter(opts.dataDir);
   await mkdir(opts.dataDir, { recursive: true });
   const EmbeddedPostgres = await importEmbeddedPostgres();
+  // PostgreSQL's own last words, for a start that fails (the package rejects without a reason).
+  const tail: string[] = [];
   const server = new EmbeddedPostgres({
     databaseDir,
     port: opts.port,
@@ -77,14 +82,23 @@ export async function startEmbeddedPostgres(opts: {
     // initdb refuses to run as root; the package then runs PostgreSQL as a dedicated system user.
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `shared_buffers=${sharedBuffersMb()}MB`],
-    onLog: () => {},
+    onLog: (message) => {
+      tail.push(...String(message).split('\n').filter((l) => l.trim()));
+      tail.splice(0, Math.max(0, tail.length - 12));
+    },
     onError: (e) => opts.log?.(`postgres: ${String(e)}`),
   });
+  const failed = (step: string) => (err: unknown) => {
+    throw new Error(
+      `embedded PostgreSQL ${step} failed${err instanceof Error ? `: ${err.message}` : ''}${tail.length ? `; its last log lines:\n  ${tail.join('\n  ')}` : ''}`,
+      { cause: err },
+    );
+  };
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) {
     opts.log?.(`Initialising PostgreSQL in ${databaseDir}`);
-    await server.initialise();
+    await server.initialise().catch(failed('initialisation (initdb)'));
   }
-  await server.start();
+  await server.start().catch(failed('start'));
   // The package's stop() waits for an exit event that never comes when PostgreSQL already exited
   // (Ctrl-C signals the whole process group), so check first.
   const child = (server as unknown as { process?: ChildProcess }).process;

@@ -24,6 +24,14 @@ function numbered(sql: string, params: unknown[]): string {
   return text;
 }
 
+/**
+ * ` and <column> = any(audiences)` for an audience-limited credential (docs/api.md, Audiences), nothing
+ * for one that reaches the whole account; append `params` to the statement's parameters in place.
+ */
+export function audienceCondition(column: string, audiences: readonly string[] | null): { sql: string; params: unknown[] } {
+  return audiences ? { sql: ` and ${column} = any(?::text[])`, params: [[...audiences]] } : { sql: '', params: [] };
+}
+
 const preparedNames = new Map<string, string>();
 
 /**

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Reach } from '../auth/principal.ts';
 import { IngestJob } from '../db/entities/index.ts';
 import { notFound, validationError } from '../errors.ts';
 
@@ -12,6 +13,11 @@ export function publicJob(j: IngestJob) {
     failure: j.failure ?? null,
     createdAt: j.createdAt.toISOString(),
     completedAt: j.completedAt?.toISOString() ?? null,
+    sourceUrl: j.sourceUrl ?? null,
+    filename: j.filename ?? null,
+    title: j.title ?? null,
+    sourceId: j.kind === 'source_deletion' ? (j.sourceId ?? null) : null,
+    records: j.recordCounts ?? null,
   };
 }
 
@@ -27,16 +33,22 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
   return { createdAt, id };
 }
 
-export async function listJobs(em: EntityManager, accountId: string, page: { limit: number; cursor?: string }) {
+/** The jobs of the account a credential reaches: an audience-limited key sees its audiences' jobs only. */
+const reachFilter = (reach: Reach) => ({
+  accountId: reach.accountId,
+  ...(reach.audiences ? { audience: { $in: [...reach.audiences] } } : {}),
+});
+
+export async function listJobs(em: EntityManager, reach: Reach, page: { limit: number; cursor?: string }) {
   const after = page.cursor ? decodeCursor(page.cursor) : undefined;
   const jobs = await em.find(
     IngestJob,
     after
       ? {
-          accountId,
+          ...reachFilter(reach),
           $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }],
         }
-      : { accountId },
+      : reachFilter(reach),
     { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], limit: page.limit + 1 },
   );
   const hasMore = jobs.length > page.limit;
@@ -52,9 +64,9 @@ export async function listJobs(em: EntityManager, accountId: string, page: { lim
   };
 }
 
-/** Another account's job is indistinguishable from a missing one. */
-export async function getJob(em: EntityManager, accountId: string, jobId: string): Promise<IngestJob> {
-  const job = await em.findOne(IngestJob, { id: jobId, accountId });
+/** Another account's job, or one outside the key's audiences, is indistinguishable from a missing one. */
+export async function getJob(em: EntityManager, reach: Reach, jobId: string): Promise<IngestJob> {
+  const job = await em.findOne(IngestJob, { id: jobId, ...reachFilter(reach) });
   if (!job) throw notFound('No ingest job with this id.');
   return job;
 }

@@ -6,6 +6,7 @@ import type { SupportedContentType } from './extract/index.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
 import { addToLexicon } from './lexicon.ts';
 import type { RecordCounts, RecordRow } from './prepare.ts';
+import { embedForStorage, toHex, type Embedder } from '../retrieval/embeddings.ts';
 import { recordTermRows } from '../retrieval/terms.ts';
 import { fetchSource } from './submit.ts';
 import { parseSourceUrl, type UrlPolicy } from './url-safety.ts';
@@ -103,6 +104,8 @@ export async function buildSourceRecords(
   fetch: { crossSiteRedirect: boolean } | null,
   /** The activity attempt, recorded on the job by the first query. */
   attempt?: number,
+  /** Makes the excerpts' vectors (EMBEDDINGS_*): best effort, stored with the records. */
+  embedding: { embedder: Embedder | null; log: { warn(o: object, m: string): void } } = { embedder: null, log: { warn: () => {} } },
 ): Promise<ProcessResult> {
   const job = await loadJob(em, jobId, attempt);
   // A retry after the transaction below committed (the worker died before reporting): report what was stored.
@@ -116,6 +119,11 @@ export async function buildSourceRecords(
   });
   const decision = source.quarantine;
 
+  // Excerpts partition the text (facts and links repeat words of it): they carry the vectors.
+  const excerpts = source.rows.filter((r) => r.kind === 'excerpt');
+  const made = await embedForStorage(embedding.embedder, excerpts.map((r) => r.text), embedding.log);
+  const vectors = made ? { model: embedding.embedder!.model, byRecord: new Map(excerpts.map((r, i) => [r.id, toHex(made[i])])) } : null;
+
   await addToLexicon(em, job.account_id, source.words);
   await em.transactional(async (tx) => {
     await bound(
@@ -125,7 +133,7 @@ export async function buildSourceRecords(
        values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?::jsonb, ?)
        on conflict (id) do update set title = excluded.title, status = excluded.status,
          quarantine_reason = excluded.quarantine_reason, content_hash = excluded.content_hash,
-         text = excluded.text, sections = excluded.sections, url = excluded.url`,
+         text = excluded.text, sections = excluded.sections, url = excluded.url, record_count = 0, record_length = 0`,
       [jobId, job.account_id, job.kind, blob.final_url ?? job.source_url, job.filename, contentType, source.title, job.dated_at,
         decision.quarantine ? 'quarantined' : 'active', decision.quarantine ? decision.reason : null,
         source.textHash, JSON.stringify(source.sections), job.audience],
@@ -133,7 +141,7 @@ export async function buildSourceRecords(
     await writeLongText(tx, 'source', 'text', jobId, source.text);
     await deleteRecords(tx, jobId);
     for (let i = 0; i < source.rows.length; i += RECORD_BATCH) {
-      await insertRecords(tx, job.account_id, jobId, source.rows.slice(i, i + RECORD_BATCH));
+      await insertRecords(tx, job.account_id, jobId, source.rows.slice(i, i + RECORD_BATCH), vectors);
     }
     // The job ends in the same transaction as its records: no window where records exist for a queued job.
     await q(
@@ -159,9 +167,12 @@ export async function buildSourceRecords(
  * by unnest: PostgreSQL parses these in under half the CPU of the same rows as one JSON document, and
  * the database is the busier side while ingesting. Section paths (ragged, and shared by many records)
  * travel once each, as JSON, and rows refer to them by index. The same statement adds the batch's rows
- * of the retrieval impact index (record_term, shared/retrieval/terms.ts) from the stored tsvectors.
+ * of the retrieval impact index (record_term, shared/retrieval/terms.ts) from the stored tsvectors, and
+ * the batch's count and length to its source's totals (retrieval's statistics, migration 0022).
  */
-async function insertRecords(tx: EntityManager, accountId: string, sourceId: string, rows: RecordRow[]): Promise<void> {
+async function insertRecords(
+  tx: EntityManager, accountId: string, sourceId: string, rows: RecordRow[], vectors: { model: string; byRecord: Map<string, string | null> } | null,
+): Promise<void> {
   const paths: string[][] = [];
   const pathIndex = new Map<string, number>();
   const col = <K extends keyof RecordRow>(k: K) => rows.map((r) => r[k]);
@@ -181,16 +192,21 @@ async function insertRecords(tx: EntityManager, accountId: string, sourceId: str
          from jsonb_array_elements(?::jsonb) with ordinality as p(path, n))
      , added as (
        insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, section_path, page, subject,
-         link_type, link_from, link_to, content_hash)
+         link_type, link_from, link_to, content_hash, embedding, embedding_model)
        select r.id, ?, ?, r.kind, r.text, r.start_offset, r.end_offset, path.path, r.page, r.subject, r.link_type, r.link_from,
-              r.link_to, r.content_hash
-         from unnest(?::uuid[], ?::text[], ?::text[], ?::int[], ?::int[], ?::int[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
-                as r(id, kind, text, start_offset, end_offset, path_n, page, subject, link_type, link_from, link_to, content_hash)
+              r.link_to, r.content_hash, decode(r.vector, 'hex'), case when r.vector is null then null else ? end
+         from unnest(?::uuid[], ?::text[], ?::text[], ?::int[], ?::int[], ?::int[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+                as r(id, kind, text, start_offset, end_offset, path_n, page, subject, link_type, link_from, link_to, content_hash, vector)
          join path on path.n = r.path_n
        returning id, account_id, source_id, tsv, 0 as batch)
+     , counted as (
+       update source set record_count = record_count + (select count(*) from added),
+              record_length = record_length + (select coalesce(sum(cairn_tsv_length(tsv)), 0) from added)
+        where id = ?)
      insert into record_term (account_id, source_id, lexeme, record_ids, impacts) ${recordTermRows('added')}`,
-    [JSON.stringify(paths), accountId, sourceId, col('id'), col('kind'), col('text'), col('start_offset'), col('end_offset'), pathRefs,
-      col('page'), col('subject'), col('link_type'), col('link_from'), col('link_to'), col('content_hash')],
+    [JSON.stringify(paths), accountId, sourceId, vectors?.model ?? null, col('id'), col('kind'), col('text'), col('start_offset'), col('end_offset'), pathRefs,
+      col('page'), col('subject'), col('link_type'), col('link_from'), col('link_to'), col('content_hash'),
+      rows.map((r) => vectors?.byRecord.get(r.id) ?? null), sourceId],
   );
 }
 

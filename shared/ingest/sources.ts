@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
+import type { Reach } from '../auth/principal.ts';
 import { IngestJob } from '../db/entities/index.ts';
+import { audienceCondition, bound } from '../db/sql.ts';
 import { notFound } from '../errors.ts';
 import { q } from '../metering/ledger.ts';
 import { startSourceDeletion } from '../temporal/workflows.ts';
@@ -9,17 +11,25 @@ import { publicJob } from './jobs.ts';
 
 /**
  * Starts the deletion of a source (its id is the id of the ingest job that created it). A second
- * request while a deletion is queued or done returns that job instead of making another.
+ * request while a deletion is queued or done returns that job instead of making another. A source
+ * outside an audience-limited key's audiences is not found; the deletion job carries the source's
+ * audience, so only the keys that reach the source see it.
  */
 export async function requestSourceDeletion(
   em: EntityManager,
   temporal: Client,
   taskQueue: string,
-  accountId: string,
+  reach: Reach,
   sourceId: string,
 ): Promise<{ job: IngestJob; created: boolean }> {
+  const accountId = reach.accountId;
   const result = await em.transactional(async (tx) => {
-    const [source] = await q<{ id: string }>(tx, 'select id from source where id = ? and account_id = ? for update', [sourceId, accountId]);
+    const inReach = audienceCondition('audience', reach.audiences);
+    const [source] = await bound<{ id: string; audience: string | null }>(
+      tx,
+      `select id, audience from source where id = ? and account_id = ?${inReach.sql} for update`,
+      [sourceId, accountId, ...inReach.params],
+    );
     if (!source) throw notFound('No source with this id.');
     const [existing] = await q<{ id: string }>(
       tx,
@@ -31,8 +41,8 @@ export async function requestSourceDeletion(
     const jobId = randomUUID();
     await q(
       tx,
-      `insert into ingest_job (id, account_id, kind, status, source_id, attempts) values (?, ?, 'source_deletion', 'queued', ?, 0)`,
-      [jobId, accountId, sourceId],
+      `insert into ingest_job (id, account_id, kind, status, source_id, attempts, audience) values (?, ?, 'source_deletion', 'queued', ?, 0, ?)`,
+      [jobId, accountId, sourceId, source.audience],
     );
     return { jobId, created: true };
   });
@@ -75,6 +85,6 @@ export async function overviewLists(em: EntityManager, accountId: string, limits
       records: Number(s.records),
       createdAt: new Date(s.created_at).toISOString(),
     })),
-    ingestJobs: jobs.map((j) => ({ ...publicJob(j), title: j.title ?? null, sourceUrl: j.sourceUrl ?? null, filename: j.filename ?? null })),
+    ingestJobs: jobs.map(publicJob),
   };
 }

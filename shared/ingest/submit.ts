@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
-import type { Principal } from '../auth/principal.ts';
+import { withinReach, type Principal, type Reach } from '../auth/principal.ts';
 import { MAX_FILE_BYTES } from '../contracts/ingest.ts';
 import { IngestJob } from '../db/entities/index.ts';
 import { AppError } from '../errors.ts';
@@ -128,7 +128,7 @@ export type Submitted = { job: IngestJob; created: boolean; headers: Record<stri
  */
 async function createJob(
   deps: IngestDeps,
-  accountId: string,
+  reach: Reach,
   input: {
     kind: 'url' | 'file';
     idempotencyKey: string;
@@ -142,15 +142,17 @@ async function createJob(
     audience: string | null;
   },
 ): Promise<Submitted> {
+  const accountId = reach.accountId;
   const result = await deps.em.transactional(async (tx) => {
     await lockBalance(tx, accountId);
-    const [existing] = await q<{ id: string; request_hash: string }>(
+    const [existing] = await q<{ id: string; request_hash: string; audience: string | null }>(
       tx,
-      'select id, request_hash from ingest_job where account_id = ? and idempotency_key = ?',
+      'select id, request_hash, audience from ingest_job where account_id = ? and idempotency_key = ?',
       [accountId, input.idempotencyKey],
     );
     if (existing) {
-      if (existing.request_hash !== input.requestHash) {
+      // A key made by a job outside the caller's audiences answers like any other reuse: the job stays unseen.
+      if (existing.request_hash !== input.requestHash || !withinReach(reach, existing.audience)) {
         throw new AppError(409, 'idempotency_conflict', 'This idempotencyKey was used for a different submission.');
       }
       return { jobId: existing.id, created: false, quota: await readQuota(tx, accountId, 'ingest') };
@@ -190,7 +192,7 @@ export async function submitUrl(
   const live = requireLive(body);
   const url = parseSourceUrl(body.url);
   await assertFetchableUrl(url, deps.policy);
-  return createJob(deps, principal.accountId, {
+  return createJob(deps, principal, {
     kind: 'url',
     idempotencyKey: live.idempotencyKey,
     requestHash: sha256(JSON.stringify({ kind: 'url', url: url.href, datedAt: live.datedAt })),
@@ -208,7 +210,7 @@ export async function submitFile(
   const live = requireLive(body);
   // Bytes that cannot be what they claim are refused now, before a job exists or a unit is spent.
   await refusedAs400(deps.extraction.check(principal.accountId, body.bytes, body.contentType));
-  return createJob(deps, principal.accountId, {
+  return createJob(deps, principal, {
     kind: 'file',
     idempotencyKey: live.idempotencyKey,
     requestHash: sha256(

@@ -1,9 +1,11 @@
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { resolveTemporalCli } from '../temporal/cli.ts';
 import { startTemporalDevServer } from '../temporal/dev-server.ts';
+import { assertDatabaseReachable, assertTemporalReachable } from './preflight.ts';
 
 /** The database name used by the embedded PostgreSQL. */
 export const EMBEDDED_DATABASE = 'cairn';
@@ -38,7 +40,10 @@ export async function provideDatabase(
   config: Config,
   opts: { log: (m: string) => void; reuseRunning?: boolean },
 ): Promise<Provided<{ url: string }>> {
-  if (config.databaseUrl) return { url: config.databaseUrl, embedded: false, stop: noop };
+  if (config.databaseUrl) {
+    await assertDatabaseReachable(config.databaseUrl);
+    return { url: config.databaseUrl, embedded: false, stop: noop };
+  }
   const url = embeddedDatabaseUrl(config);
   if (opts.reuseRunning && (await answers(url))) return { url, embedded: true, stop: noop };
   const db = await startEmbeddedPostgres({
@@ -56,6 +61,7 @@ export async function provideTemporal(
   opts: { log: (m: string) => void },
 ): Promise<Provided<{ address: string; uiUrl: string | undefined }>> {
   if (config.temporal.address) {
+    await assertTemporalReachable(config.temporal.address);
     return { address: config.temporal.address, uiUrl: config.temporal.uiUrl, embedded: false, stop: noop };
   }
   const cli = await resolveTemporalCli({ configured: config.temporal.cli, log: opts.log });
@@ -76,4 +82,17 @@ export async function provideTemporal(
 /** For operator commands: the Temporal the running service uses. */
 export function temporalAddressFor(config: Config): string {
   return config.temporal.address ?? `127.0.0.1:${config.temporal.devPort}`;
+}
+
+/**
+ * Keeps the generated local account's password out of the terminal (and its scrollback and logs):
+ * written to DATA_DIR/local-account.txt, readable by the owner only (0600, in a directory created 0700
+ * when missing). Returns the file's path, which is what `npm start` prints.
+ */
+export async function writeLocalCredentials(dataDir: string, account: { email: string; password: string }): Promise<string> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const file = path.join(dataDir, 'local-account.txt');
+  await writeFile(file, `email     ${account.email}\npassword  ${account.password}\n`, { mode: 0o600 });
+  await chmod(file, 0o600); // an older file keeps its mode on rewrite
+  return file;
 }

@@ -1,3 +1,4 @@
+import { embedForStorage, type Embedder } from '../retrieval/embeddings.ts';
 import { commitAdds, GONE, type DerivedAdd } from './commit.ts';
 import type { Em } from './db.ts';
 import type { ClaimDeriver } from './deriver.ts';
@@ -11,7 +12,8 @@ export type BatchOutcome = { succeeded: number; failed: number; finishedBefore: 
 /**
  * Processes one batch of memory events (the activity behind memoryBatchWorkflow):
  * 1. begins the events still of this batch, and loads the messages of its add-events in one query;
- * 2. derives their claims, outside any transaction, DERIVE_CONCURRENCY at a time;
+ * 2. derives their claims, outside any transaction, DERIVE_CONCURRENCY at a time, and with an embeddings
+ *    provider, embeds their messages (best effort: a message is stored without a vector if it fails);
  * 3. commits them in write order: consecutive add-events together in one transaction (commit.ts), each
  *    deletion on its own between them, so a later event always meets the effects of earlier ones.
  * When a transaction of several events fails, its events are committed one by one, so one event's
@@ -24,6 +26,7 @@ export async function processBatch(
   batchId: string,
   eventIds: string[],
   onError: (eventId: string, err: unknown) => void,
+  embeddings: { embedder: Embedder | null; log: { warn(o: object, m: string): void } } = { embedder: null, log: { warn: () => {} } },
 ): Promise<BatchOutcome> {
   const events = await beginBatch(em, batchId, eventIds);
   const outcome: BatchOutcome = { succeeded: 0, failed: 0, finishedBefore: eventIds.length - events.length, retry: [] };
@@ -55,10 +58,14 @@ export async function processBatch(
     }
   };
   await Promise.all(Array.from({ length: DERIVE_CONCURRENCY }, deriveNext));
+  // The messages' vectors, stored as they become available (none without a provider, or when it fails).
+  const stored = [...derived.values()].flatMap((d) => d.messages);
+  const made = await embedForStorage(embeddings.embedder, stored.map((m) => m.content), embeddings.log);
+  const vectors = made ? { model: embeddings.embedder!.model, byMessage: new Map(stored.map((m, i) => [m.id, made[i]!])) } : null;
 
   const commitRun = async (run: DerivedAdd[]) => {
     try {
-      count((await commitAdds(em.fork(), run)).map((e) => e.status));
+      count((await commitAdds(em.fork(), run, vectors)).map((e) => e.status));
     } catch (err) {
       if (run.length === 1) return fail([run[0]!.ev.id], err);
       for (const one of run) await commitRun([one]);

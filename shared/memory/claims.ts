@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { Reach } from '../auth/principal.ts';
 import type { Claim, ClaimsListRequest } from '../contracts/memory.ts';
+import { audienceCondition } from '../db/sql.ts';
 import { AppError, notFound } from '../errors.ts';
 import { decodeCursor, exactTime, iso, page, sql, type Em } from './db.ts';
 import { isUuid } from './events.ts';
@@ -28,26 +30,47 @@ export type ClaimRow = {
   head_revision: string; revision: number; created_at: Date; updated_at: Date; peer_id: string; score?: number;
   /** created_at with its microseconds, for cursors. */
   created_key: string;
+  /** The latest correction (UPDATE) of a corrected claim: what it cites instead of the message. */
+  corrected_revision: string | null; corrected_marker: string | null; corrected_reason: string | null; corrected_at: Date | null;
 };
 
 /**
  * A claim with its conflicts both ways: conflicts_with holds the claims it contradicted when it was
  * made, and `later` the claims made since that contradict it (they list it; migration 0020). A claim
- * is conflicting while either side is non-empty, unless a person has asserted it.
+ * is conflicting while either side is non-empty, unless a person has asserted it. A corrected claim
+ * also brings its latest correction (`corr`), which is what it cites.
  */
 export const CLAIM_SELECT = `select c.id, c.content, p.label as peer_label, s.label as session_label, c.agent_id, c.authority,
   c.state, c.eligibility,
   case when c.support_status = 'supported' and cardinality(later.ids) > 0 then 'conflicting' else c.support_status end as support_status,
   c.categories, c.valid_from, c.valid_to, c.message_id, c.span_start, c.span_end,
   m.content as message_content, c.conflicts_with || later.ids as conflicts_with, c.warning, c.head_revision, c.revision, c.created_at,
-  c.updated_at, c.peer_id, ${exactTime('c.created_at')} as created_key
+  c.updated_at, c.peer_id, corr.successor_revision as corrected_revision, corr.marker as corrected_marker,
+  corr.reason as corrected_reason, corr.created_at as corrected_at, ${exactTime('c.created_at')} as created_key
   from memory_claim c join memory_peer p on p.id = c.peer_id
   cross join lateral (select coalesce(array_agg(o.id order by o.created_at, o.id), '{}') as ids from memory_claim o
                        where o.conflicts_with @> array[c.id] and o.peer_id = c.peer_id and not (o.id = any(c.conflicts_with))) later
+  left join lateral (select h.successor_revision, h.marker, h.reason, h.created_at from memory_claim_history h
+                      where h.claim_id = c.id and h.event = 'UPDATE' and c.authority = 'correction_memory'
+                      order by h.seq desc limit 1) corr on true
   left join memory_session s on s.id = c.session_id left join memory_message m on m.id = c.message_id`;
 
+/**
+ * What a claim rests on: a corrected claim cites its correction (the person's assertion, not the
+ * message it was corrected away from); a derived claim the exact span of its message.
+ */
+function citationsOf(r: ClaimRow): Claim['citations'] {
+  if (r.corrected_revision !== null && r.corrected_marker !== null && r.corrected_at !== null) {
+    return [{ kind: 'correction', revision: r.corrected_revision, marker: r.corrected_marker, reason: r.corrected_reason, at: iso(r.corrected_at)!, quote: r.content }];
+  }
+  if (!r.message_id || r.message_content === null || r.span_start === null || r.span_end === null) return [];
+  return [{
+    kind: 'message', message_id: r.message_id, session_id: r.session_label, start: r.span_start, end: r.span_end,
+    quote: r.message_content.slice(r.span_start, r.span_end),
+  }];
+}
+
 export function claimRecord(r: ClaimRow): Claim {
-  const cited = r.message_id && r.message_content !== null && r.span_start !== null && r.span_end !== null;
   return {
     id: r.id,
     content: r.content,
@@ -61,9 +84,7 @@ export function claimRecord(r: ClaimRow): Claim {
     categories: r.categories ?? [],
     valid_from: iso(r.valid_from)!,
     valid_to: iso(r.valid_to),
-    citations: cited
-      ? [{ message_id: r.message_id!, session_id: r.session_label, start: r.span_start!, end: r.span_end!, quote: r.message_content!.slice(r.span_start!, r.span_end!) }]
-      : [],
+    citations: citationsOf(r),
     conflicts_with: r.conflicts_with ?? [],
     warning: r.warning,
     head_revision: r.head_revision,
@@ -72,29 +93,32 @@ export function claimRecord(r: ClaimRow): Claim {
   };
 }
 
-async function findClaim(em: Em, accountId: string, claimId: string, lock = false): Promise<ClaimRow> {
+/** A claim of the account inside the key's audiences (a claim carries its message's audience), or 404. */
+async function findClaim(em: Em, reach: Reach, claimId: string, lock = false): Promise<ClaimRow> {
+  const inReach = audienceCondition('c.audience', reach.audiences);
   const [row] = isUuid(claimId)
-    ? await sql<ClaimRow>(em, `${CLAIM_SELECT} where c.id = ? and c.account_id = ?${lock ? ' for update of c' : ''}`, [claimId, accountId])
+    ? await sql<ClaimRow>(em, `${CLAIM_SELECT} where c.id = ? and c.account_id = ?${inReach.sql}${lock ? ' for update of c' : ''}`, [claimId, reach.accountId, ...inReach.params])
     : [];
   if (!row) throw notFound('No claim with this id.');
   return row;
 }
 
-export async function getClaim(em: Em, accountId: string, claimId: string): Promise<Claim> {
-  return claimRecord(await findClaim(em, accountId, claimId));
+export async function getClaim(em: Em, reach: Reach, claimId: string): Promise<Claim> {
+  return claimRecord(await findClaim(em, reach, claimId));
 }
 
 /** Claims in a state (default current), newest first, optionally of one peer and/or session. */
-export async function listClaims(em: Em, accountId: string, req: ClaimsListRequest) {
-  const where = ['c.account_id = ?', 'c.state = ?'];
-  const params: unknown[] = [accountId, req.state];
+export async function listClaims(em: Em, reach: Reach, req: ClaimsListRequest) {
+  const inReach = audienceCondition('c.audience', reach.audiences);
+  const where = [`c.account_id = ? and c.state = ?${inReach.sql}`];
+  const params: unknown[] = [reach.accountId, req.state, ...inReach.params];
   if (req.peer_id !== undefined) {
     where.push('c.peer_id = ?');
-    params.push((await requireLabel(em, accountId, 'peer', req.peer_id)).id);
+    params.push((await requireLabel(em, reach, 'peer', req.peer_id)).id);
   }
   if (req.session_id !== undefined) {
     where.push('c.session_id = ?');
-    params.push((await requireLabel(em, accountId, 'session', req.session_id)).id);
+    params.push((await requireLabel(em, reach, 'session', req.session_id)).id);
   }
   const after = decodeCursor(req.cursor, 2) as [string, string] | undefined;
   if (after) {
@@ -115,8 +139,9 @@ export function anyWordQuery(text: string): string | null {
 }
 
 /** Ranked search over one peer's current claims (full text, then trigram similarity). */
-export async function queryClaims(em: Em, accountId: string, req: { peer_id: string; query: string; limit: number }) {
-  const peer = await requireLabel(em, accountId, 'peer', req.peer_id);
+export async function queryClaims(em: Em, reach: Reach, req: { peer_id: string; query: string; limit: number }) {
+  // A peer's claims carry the peer's audience: reaching the peer is reaching its claims.
+  const peer = await requireLabel(em, reach, 'peer', req.peer_id);
   const rows = await rankClaims(em, peer.id, req.query, req.limit, false);
   return {
     schemaVersion: 'service-memory-page-v1' as const,
@@ -191,10 +216,10 @@ async function guard(tx: Em, claim: ClaimRow, given: string, event: 'UPDATE' | '
  * current, eligibility eligible; a pending_review proposal is accepted this way. The prior version stays
  * in history.
  */
-export async function updateClaim(em: Em, accountId: string, claimId: string, req: { content: string; head_revision: string; reason: string }) {
+export async function updateClaim(em: Em, reach: Reach, claimId: string, req: { content: string; head_revision: string; reason: string }) {
   const hash = requestHash('UPDATE', req.content, req.reason);
   return em.transactional(async (tx) => {
-    const claim = await findClaim(tx, accountId, claimId, true);
+    const claim = await findClaim(tx, reach, claimId, true);
     const g = await guard(tx, claim, req.head_revision, 'UPDATE', hash);
     if (g !== 'apply') {
       return { schemaVersion: 'service-memory-claim-update-v1' as const, claim: claimRecord(claim), prior_revision: req.head_revision, marker: g.marker, replayed: true };
@@ -217,19 +242,19 @@ export async function updateClaim(em: Em, accountId: string, claimId: string, re
       `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
          successor_revision, reason, request_hash, valid_from, valid_to, marker, created_at)
        values (?, ?, ?, 'UPDATE', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [claim.id, seq, accountId, claim.content, req.content, claim.head_revision, head, req.reason, hash, claim.valid_from, now!.now, marker, now!.now],
+      [claim.id, seq, reach.accountId, claim.content, req.content, claim.head_revision, head, req.reason, hash, claim.valid_from, now!.now, marker, now!.now],
     );
     await clearConflicts(tx, claim);
-    const updated = await findClaim(tx, accountId, claim.id);
+    const updated = await findClaim(tx, reach, claim.id);
     return { schemaVersion: 'service-memory-claim-update-v1' as const, claim: claimRecord(updated), prior_revision: claim.head_revision, marker, replayed: false };
   });
 }
 
 /** DELETE: withdraws the claim (not eligible, valid_to set); history keeps every version. */
-export async function withdrawClaim(em: Em, accountId: string, claimId: string, req: { head_revision: string; reason: string }) {
+export async function withdrawClaim(em: Em, reach: Reach, claimId: string, req: { head_revision: string; reason: string }) {
   const hash = requestHash('DELETE', null, req.reason);
   return em.transactional(async (tx) => {
-    const claim = await findClaim(tx, accountId, claimId, true);
+    const claim = await findClaim(tx, reach, claimId, true);
     const g = await guard(tx, claim, req.head_revision, 'DELETE', hash);
     const receipt = (head: string, validTo: Date, marker: string, replayed: boolean) => ({
       schemaVersion: 'service-memory-claim-delete-v1' as const,
@@ -259,7 +284,7 @@ export async function withdrawClaim(em: Em, accountId: string, claimId: string, 
       `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
          successor_revision, reason, request_hash, valid_from, valid_to, marker, created_at)
        values (?, ?, ?, 'DELETE', ?, null, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [claim.id, seq, accountId, claim.content, claim.head_revision, head, req.reason, hash, claim.valid_from, now!.now, marker, now!.now],
+      [claim.id, seq, reach.accountId, claim.content, claim.head_revision, head, req.reason, hash, claim.valid_from, now!.now, marker, now!.now],
     );
     await clearConflicts(tx, claim);
     return receipt(head, now!.now, marker, false);
@@ -273,8 +298,8 @@ type FullHistoryRow = HistoryRow & { prior_content: string | null; successor_con
  * (valid from its start until this change); `successor` is the version that began (ADD: at the
  * message time; UPDATE: at the correction).
  */
-export async function claimHistory(em: Em, accountId: string, claimId: string) {
-  const claim = await findClaim(em, accountId, claimId);
+export async function claimHistory(em: Em, reach: Reach, claimId: string) {
+  const claim = await findClaim(em, reach, claimId);
   const rows = await sql<FullHistoryRow>(
     em,
     `select seq, event, prior_content, successor_content, prior_revision, successor_revision, reason, request_hash, valid_from,

@@ -1,4 +1,5 @@
 import { deterministicUuid } from '../ids.ts';
+import { toHex } from '../retrieval/embeddings.ts';
 import { historyMarker, revisionToken } from './claims.ts';
 import { sql, type Em } from './db.ts';
 import type { Proposal } from './deriver.ts';
@@ -35,7 +36,12 @@ const normalized = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' 
  * readable exactly when its event succeeds. Claim ids are deterministic (uuid5 of the event id) and
  * inserts are ON CONFLICT DO NOTHING, so a retry after a crash writes nothing twice.
  */
-export async function commitAdds(em: Em, adds: DerivedAdd[]): Promise<EventEnd[]> {
+export async function commitAdds(
+  em: Em,
+  adds: DerivedAdd[],
+  /** Vectors of the messages, made by this model (embeddings.ts). */
+  vectors: { model: string; byMessage: Map<string, Float32Array> } | null = null,
+): Promise<EventEnd[]> {
   if (adds.length === 0) return [];
   const peerIds = [...new Set(adds.map((a) => a.ev.peer_id!))];
   const sessionIds = [...new Set(adds.map((a) => a.ev.session_id!))];
@@ -132,7 +138,17 @@ export async function commitAdds(em: Em, adds: DerivedAdd[]): Promise<EventEnd[]
       }
     }
     const succeeded = ends.filter((e) => e.status === 'succeeded').map((e) => e.id);
-    if (succeeded.length) await sql(tx, 'update memory_message set available = true where event_id = any(?::uuid[])', [succeeded]);
+    if (succeeded.length && !vectors) await sql(tx, 'update memory_message set available = true where event_id = any(?::uuid[])', [succeeded]);
+    if (succeeded.length && vectors) {
+      const ok = new Set(succeeded);
+      const ms = adds.filter((a) => ok.has(a.ev.id)).flatMap((a) => a.messages);
+      await sql(
+        tx,
+        `update memory_message m set available = true, embedding = decode(v.vector, 'hex'), embedding_model = case when v.vector is null then null else ? end
+           from unnest(?::uuid[], ?::text[]) v(id, vector) where m.id = v.id`,
+        [vectors.model, ms.map((m) => m.id), ms.map((m) => toHex(vectors.byMessage.get(m.id)))],
+      );
+    }
     await sql(
       tx,
       `update memory_event e set status = u.status, completed_at = now(), outcome = u.outcome, failure = u.failure

@@ -1,18 +1,26 @@
-import type { Claim } from '../contracts/memory.ts';
+import type { Reach } from '../auth/principal.ts';
+import type { Claim, Evidence } from '../contracts/memory.ts';
+import { audienceCondition } from '../db/sql.ts';
 import { sentenceSpans } from '../ingest/extract/sentences.ts';
-import { anyWordQuery, claimRecord, peerClaims, rankClaims, type ClaimRow } from './claims.ts';
+import type { Boundary } from '../retrieval/boundary.ts';
+import { retrieve } from '../retrieval/retrieve.ts';
+import type { SearchIndex } from '../retrieval/search-index.ts';
+import { CLAIM_SELECT, claimRecord, peerClaims, type ClaimRow } from './claims.ts';
 import { sql, type Em } from './db.ts';
 import { requireLabel, type LabelRow } from './labels.ts';
 import { MESSAGE_SELECT, messageItem, type MessageRow } from './messages.ts';
 
 // Reading memory: ask (span-cited evidence), peer and session context (assembled, fail-closed) and the
-// representation of a peer. Each read runs in one read-only REPEATABLE READ transaction, so it sees one
+// representation of a peer. A question is ranked by the query's retrieval (shared/retrieval) over the
+// memory of the peer's sessions, both sides of the conversation: the peer narrows, the question ranks. Each read runs in one read-only REPEATABLE READ transaction, so it sees one
 // consistent snapshot; any failure fails the whole read (no partial context is ever returned). Only
 // eligible current claims and available messages are context. Text is data: it is quoted, never
 // interpreted, and nothing in it changes the response's shape.
 
 const RECENT_MESSAGES = 20;
 const CONTEXT_CLAIMS = 50;
+/** Ranked items of a context read with a query. */
+const CONTEXT_RANKED = 10;
 const SNIPPET = 600;
 
 type Conflict = { claim_id: string; conflicts_with: string[] };
@@ -24,10 +32,13 @@ function conflictsOf(claims: Claim[]): Conflict[] {
   return claims.filter((c) => c.conflicts_with.length).map((c) => ({ claim_id: c.id, conflicts_with: c.conflicts_with }));
 }
 
-/** Available messages, of the peer and/or the session when given. */
-function messageFilters(where: { peerId?: string; sessionId?: string }): { filters: string[]; params: unknown[] } {
-  const filters = ['m.available'];
-  const params: unknown[] = [];
+type MessageWhere = { audiences: Reach['audiences']; peerId?: string; sessionId?: string };
+
+/** Available messages inside the key's audiences, of the peer and/or the session when given. */
+function messageFilters(where: MessageWhere): { filters: string[]; params: unknown[] } {
+  const inReach = audienceCondition('m.audience', where.audiences);
+  const filters = [`m.available${inReach.sql}`];
+  const params: unknown[] = [...inReach.params];
   if (where.peerId) {
     filters.push('m.peer_id = ?');
     params.push(where.peerId);
@@ -39,19 +50,7 @@ function messageFilters(where: { peerId?: string; sessionId?: string }): { filte
   return { filters, params };
 }
 
-async function rankMessages(tx: Em, where: { peerId?: string; sessionId?: string }, query: string, limit: number) {
-  const tsq = anyWordQuery(query);
-  if (!tsq) return [];
-  const { filters, params } = messageFilters(where);
-  return sql<MessageRow & { score: number }>(
-    tx,
-    `${MESSAGE_SELECT.replace('select ', "select ts_rank_cd(m.tsv, to_tsquery('english', ?))::float8 as score, ")}
-      where ${filters.join(' and ')} and m.tsv @@ to_tsquery('english', ?) order by score desc, m.created_at desc limit ?`,
-    [tsq, ...params, tsq, limit],
-  );
-}
-
-async function recentMessages(tx: Em, where: { peerId?: string; sessionId?: string }, limit = RECENT_MESSAGES) {
+async function recentMessages(tx: Em, where: MessageWhere, limit = RECENT_MESSAGES) {
   const { filters, params } = messageFilters(where);
   const rows = await sql<MessageRow>(
     tx,
@@ -95,26 +94,12 @@ function assembleText(peer: string, session: string | null, claims: Claim[], mes
   return lines.join('\n');
 }
 
-function contextResponse(peer: LabelRow, session: LabelRow | null, query: string | null, claims: ClaimRow[], messages: (MessageRow & { score?: number })[], withEvidence: boolean) {
+type Ranked = { claims: ClaimRow[]; messages: MessageRow[]; evidence: Evidence[] };
+
+function contextResponse(peer: LabelRow, session: LabelRow | null, query: string | null, claims: ClaimRow[], messages: MessageRow[], evidence: Ranked['evidence']) {
   const claimRecords = claims.map(claimRecord);
   const messageItems = messages.map(messageItem);
   const conflicts = conflictsOf(claimRecords);
-  const evidence = withEvidence
-    ? [
-        ...claims.map((c, i) => ({
-          kind: 'claim' as const, claim_id: c.id, message_id: c.message_id, session_id: c.session_label, content: c.content,
-          citations: claimRecords[i]!.citations, score: Number(c.score ?? 0),
-        })),
-        ...messages.map((m) => {
-          const span = bestSpan(m.content, query ?? '');
-          return {
-            kind: 'message' as const, claim_id: null, message_id: m.id, session_id: m.session_label, content: m.content.slice(span.start, span.end),
-            citations: [{ message_id: m.id, session_id: m.session_label, start: span.start, end: span.end, quote: m.content.slice(span.start, span.end) }],
-            score: Number(m.score ?? 0),
-          };
-        }),
-      ].sort((a, b) => b.score - a.score)
-    : [];
   const empty = claims.length === 0 && messages.length === 0;
   return {
     schemaVersion: 'service-memory-context-v1' as const,
@@ -131,51 +116,102 @@ function contextResponse(peer: LabelRow, session: LabelRow | null, query: string
   };
 }
 
+type Retrieved = Awaited<ReturnType<typeof retrieve>>['ranked'];
+
+/**
+ * Evidence as memory reads show it: a claim cites the span of the message it was derived from (one
+ * item, never a second one for the message); a message, its sentence sharing most words with the query.
+ */
+function rankedEvidence(ranked: Retrieved, claims: Map<string, Claim>, query: string): Evidence[] {
+  return ranked.flatMap((e): Evidence[] => {
+    const session = e.origin.type === 'source' ? null : e.origin.session;
+    if (e.kind === 'claim') {
+      const claim = claims.get(e.ref.id);
+      if (!claim) return [];
+      return [{ kind: 'claim' as const, claim_id: e.ref.id, message_id: e.supports?.[0]?.ref.id ?? null, session_id: session, content: e.text, citations: claim.citations, score: e.score }];
+    }
+    const span = bestSpan(e.text, query);
+    const quote = e.text.slice(span.start, span.end);
+    return [{
+      kind: 'message' as const, claim_id: null, message_id: e.ref.id, session_id: session, content: quote,
+      citations: [{ kind: 'message' as const, message_id: e.ref.id, session_id: session, start: span.start, end: span.end, quote }], score: e.score,
+    }];
+  });
+}
+
+/** The sessions a peer takes part in (its messages' and claims'). */
+async function peerSessions(tx: Em, peerId: string): Promise<string[]> {
+  const rows = await sql<{ id: string }>(tx, `select distinct session_id as id from memory_message where peer_id = ? and available
+     union select session_id from memory_claim where peer_id = ? and session_id is not null`, [peerId, peerId]);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Memory of the given sessions ranked against the query by the query operation's retrieval (accuracy),
+ * with the claims and messages it returned as records.
+ */
+async function rankMemory(tx: Em, index: SearchIndex | undefined, reach: Reach, sessionIds: string[], query: string, limit: number): Promise<Ranked> {
+  if (!sessionIds.length) return { claims: [], messages: [], evidence: [] };
+  const boundary: Boundary = {
+    accountId: reach.accountId, audiences: reach.audiences ? [...reach.audiences] : null, includeSources: false, includeMemory: true,
+    sourceIds: null, peerIds: null, sessionIds, agentId: null,
+  };
+  const ranked = (await retrieve(tx, boundary, query, 'accuracy', index ? { index } : {})).ranked.slice(0, limit);
+  const claimIds = ranked.filter((e) => e.kind === 'claim').map((e) => e.ref.id);
+  const messageIds = ranked.filter((e) => e.kind === 'message').map((e) => e.ref.id);
+  const [claims, messages] = await Promise.all([
+    claimIds.length ? sql<ClaimRow>(tx, `${CLAIM_SELECT} where c.id = any(?::uuid[])`, [claimIds]) : [],
+    messageIds.length ? sql<MessageRow>(tx, `${MESSAGE_SELECT} where m.id = any(?::uuid[])`, [messageIds]) : [],
+  ]);
+  const order = new Map(ranked.map((e, i) => [e.ref.id, i]));
+  const byRank = <T extends { id: string }>(rows: T[]) => rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+  const records = new Map(claims.map((c) => [c.id, claimRecord(c)]));
+  return { claims: byRank(claims), messages: byRank(messages), evidence: rankedEvidence(ranked, records, query) };
+}
+
 /** POST peers/{peer}/ask: evidence for a question, each item cited to an exact message span. */
-export async function askPeer(em: Em, accountId: string, peerLabel: string, req: { query: string; session_id?: string; limit: number }) {
+export async function askPeer(em: Em, index: SearchIndex | undefined, reach: Reach, peerLabel: string, req: { query: string; session_id?: string; limit: number }) {
   return snapshot(em, async (tx) => {
-    const peer = await requireLabel(tx, accountId, 'peer', peerLabel);
-    const session = req.session_id ? await requireLabel(tx, accountId, 'session', req.session_id) : null;
-    const ranked = await rankClaims(tx, peer.id, req.query, session ? req.limit * 4 : req.limit, true);
-    const claims = session ? ranked.filter((c) => c.session_label === session.label).slice(0, req.limit) : ranked;
-    const messages = await rankMessages(tx, { peerId: peer.id, sessionId: session?.id }, req.query, req.limit);
-    return contextResponse(peer, session, req.query, claims, messages, true);
+    const peer = await requireLabel(tx, reach, 'peer', peerLabel);
+    const session = req.session_id ? await requireLabel(tx, reach, 'session', req.session_id) : null;
+    const sessions = session ? [session.id] : await peerSessions(tx, peer.id);
+    const r = await rankMemory(tx, index, reach, sessions, req.query, req.limit);
+    return contextResponse(peer, session, req.query, r.claims, r.messages, r.evidence);
   });
 }
 
 /** GET peers/{peer}/context: with q, ranked memory; without, the peer's current claims and recent messages. */
-export async function peerContext(em: Em, accountId: string, peerLabel: string, opts: { session?: string; q?: string }) {
+export async function peerContext(em: Em, index: SearchIndex | undefined, reach: Reach, peerLabel: string, opts: { session?: string; q?: string }) {
   return snapshot(em, async (tx) => {
-    const peer = await requireLabel(tx, accountId, 'peer', peerLabel);
-    const session = opts.session ? await requireLabel(tx, accountId, 'session', opts.session) : null;
-    const where = { peerId: peer.id, sessionId: session?.id };
+    const peer = await requireLabel(tx, reach, 'peer', peerLabel);
+    const session = opts.session ? await requireLabel(tx, reach, 'session', opts.session) : null;
     if (opts.q) {
-      const claims = await rankClaims(tx, peer.id, opts.q, 10, true);
-      return contextResponse(peer, session, opts.q, claims, await rankMessages(tx, where, opts.q, 10), true);
+      const r = await rankMemory(tx, index, reach, session ? [session.id] : await peerSessions(tx, peer.id), opts.q, CONTEXT_RANKED);
+      return contextResponse(peer, session, opts.q, r.claims, r.messages, r.evidence);
     }
     const claims = await peerClaims(tx, peer.id, ['current'], true, CONTEXT_CLAIMS);
-    return contextResponse(peer, session, null, claims, await recentMessages(tx, where), false);
+    return contextResponse(peer, session, null, claims, await recentMessages(tx, { audiences: reach.audiences, peerId: peer.id, sessionId: session?.id }), []);
   });
 }
 
 /** GET sessions/{s}/context?peer=: the session's recent conversation with the peer's current claims. */
-export async function sessionContext(em: Em, accountId: string, sessionLabel: string, opts: { peer: string; q?: string }) {
+export async function sessionContext(em: Em, index: SearchIndex | undefined, reach: Reach, sessionLabel: string, opts: { peer: string; q?: string }) {
   return snapshot(em, async (tx) => {
-    const session = await requireLabel(tx, accountId, 'session', sessionLabel);
-    const peer = await requireLabel(tx, accountId, 'peer', opts.peer);
+    const session = await requireLabel(tx, reach, 'session', sessionLabel);
+    const peer = await requireLabel(tx, reach, 'peer', opts.peer);
     if (opts.q) {
-      const claims = await rankClaims(tx, peer.id, opts.q, 10, true);
-      return contextResponse(peer, session, opts.q, claims, await rankMessages(tx, { sessionId: session.id }, opts.q, 10), true);
+      const r = await rankMemory(tx, index, reach, [session.id], opts.q, CONTEXT_RANKED);
+      return contextResponse(peer, session, opts.q, r.claims, r.messages, r.evidence);
     }
     const claims = await peerClaims(tx, peer.id, ['current'], true, CONTEXT_CLAIMS);
-    return contextResponse(peer, session, null, claims, await recentMessages(tx, { sessionId: session.id }), false);
+    return contextResponse(peer, session, null, claims, await recentMessages(tx, { audiences: reach.audiences, sessionId: session.id }), []);
   });
 }
 
 /** POST peers/{peer}/representation: every current claim of the peer, plus proposals awaiting review. */
-export async function peerRepresentation(em: Em, accountId: string, peerLabel: string) {
+export async function peerRepresentation(em: Em, reach: Reach, peerLabel: string) {
   return snapshot(em, async (tx) => {
-    const peer = await requireLabel(tx, accountId, 'peer', peerLabel);
+    const peer = await requireLabel(tx, reach, 'peer', peerLabel);
     const current = (await peerClaims(tx, peer.id, ['current'], false, 1000)).map(claimRecord);
     const pending = (await peerClaims(tx, peer.id, ['pending_review'], false, 200)).map(claimRecord);
     const conflicts = conflictsOf(current);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import type { Reach } from '../auth/principal.ts';
 import { EVENT_STATUSES } from '../contracts/memory.ts';
-import { notFound } from '../errors.ts';
+import { audienceCondition } from '../db/sql.ts';
+import { forbidden, notFound } from '../errors.ts';
 import { iso, sql, type Em } from './db.ts';
 import { requireLabel, type LabelKind } from './labels.ts';
 
@@ -35,23 +37,28 @@ export function eventStatus(e: EventRow) {
 
 const EVENT_COLUMNS = 'id, kind, status, created_at, started_at, completed_at, failure, outcome';
 
-/** One event of the account; another account's event is indistinguishable from a missing one. */
-export async function getEvent(em: Em, accountId: string, eventId: string): Promise<EventRow> {
+/**
+ * One event of the account; another account's event, or one outside the key's audiences (an event
+ * carries the audience of the peer or session it is about), is indistinguishable from a missing one.
+ */
+export async function getEvent(em: Em, reach: Reach, eventId: string): Promise<EventRow> {
+  const inReach = audienceCondition('audience', reach.audiences);
   const [row] = isUuid(eventId)
-    ? await sql<EventRow>(em, `select ${EVENT_COLUMNS} from memory_event where id = ? and account_id = ?`, [eventId, accountId])
+    ? await sql<EventRow>(em, `select ${EVENT_COLUMNS} from memory_event where id = ? and account_id = ?${inReach.sql}`, [eventId, reach.accountId, ...inReach.params])
     : [];
   if (!row) throw notFound('No memory event with this id.');
   return row;
 }
 
-/** Event counts by status for the account, and the age of the oldest unfinished one. */
-export async function queueStatus(em: Em, accountId: string) {
+/** Event counts by status for what the credential reaches, and the age of the oldest unfinished one. */
+export async function queueStatus(em: Em, reach: Reach) {
+  const inReach = audienceCondition('audience', reach.audiences);
   const rows = await sql<{ status: string; n: number; oldest: Date | null }>(
     em,
     `select status, count(*)::int as n,
             min(created_at) filter (where status in ('queued', 'running')) as oldest
-       from memory_event where account_id = ? group by status`,
-    [accountId],
+       from memory_event where account_id = ?${inReach.sql} group by status`,
+    [reach.accountId, ...inReach.params],
   );
   const counts = Object.fromEntries(EVENT_STATUSES.map((s) => [s, 0])) as Record<(typeof EVENT_STATUSES)[number], number>;
   let oldest: Date | null = null;
@@ -98,13 +105,27 @@ export function notifyQueued(em: Em): void {
 
 /**
  * Requests the asynchronous deletion of a peer or session. While one deletion of the same thing is
- * queued or running, asking again returns that event instead of making another.
+ * queued or running, asking again returns that event instead of making another. An audience-limited
+ * key may delete only what lies wholly inside its audiences: a session holding messages of another
+ * audience's peer is refused (403), nothing changed.
  */
-export async function requestDeletion(em: Em, accountId: string, kind: LabelKind, label: string) {
+export async function requestDeletion(em: Em, reach: Reach, kind: LabelKind, label: string) {
+  const accountId = reach.accountId;
   const eventKind: EventKind = kind === 'peer' ? 'delete_peer' : 'delete_session';
   const column = kind === 'peer' ? 'peer_id' : 'session_id';
   const result = await em.transactional(async (tx) => {
-    const target = await requireLabel(tx, accountId, kind, label, true);
+    const target = await requireLabel(tx, reach, kind, label, true);
+    if (reach.audiences) {
+      // Claims carry the audience of the message they cite, so the messages decide.
+      const [outside] = await sql(
+        tx,
+        `select 1 from memory_message where ${column} = ? and (audience is null or not audience = any(?::text[])) limit 1`,
+        [target.id, [...reach.audiences]],
+      );
+      if (outside) {
+        throw forbidden(`The ${kind} "${label.slice(0, 80)}" holds memory outside this API key's audiences; a key that reaches it all must delete it.`);
+      }
+    }
     const [pending] = await sql<{ id: string }>(
       tx,
       `select id from memory_event where account_id = ? and kind = ? and ${column} = ? and status in ('queued', 'running') limit 1`,
@@ -114,11 +135,11 @@ export async function requestDeletion(em: Em, accountId: string, kind: LabelKind
     const id = randomUUID();
     await sql(
       tx,
-      `insert into memory_event (id, account_id, kind, status, ${column}, ${kind}_label) values (?, ?, ?, 'queued', ?, ?)`,
-      [id, accountId, eventKind, target.id, label],
+      `insert into memory_event (id, account_id, kind, status, ${column}, ${kind}_label, audience) values (?, ?, ?, 'queued', ?, ?, ?)`,
+      [id, accountId, eventKind, target.id, label, target.audience],
     );
     return id;
   });
   notifyQueued(em);
-  return getEvent(em.fork(), accountId, result);
+  return getEvent(em.fork(), reach, result);
 }

@@ -1,13 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import { withinReach, type Reach } from '../auth/principal.ts';
 import { WORKSPACE } from '../contracts/memory.ts';
-import { AppError, notFound } from '../errors.ts';
+import { audienceCondition } from '../db/sql.ts';
+import { AppError, forbidden, notFound } from '../errors.ts';
 import { decodeCursor, iso, page, sql, type Em } from './db.ts';
 
 // Workspaces, peers and sessions: labels scoped to the account (the same label in two accounts is two
 // things). Peers and sessions are get-or-create; a label of another account is simply not found.
+// A label carries the audience of the key that created it (its first; null for a key that reaches the
+// whole account), and so does the memory written about a peer: an audience-limited key sees and
+// changes only labels of its audiences (docs/api.md, Audiences).
 
 export type LabelKind = 'peer' | 'session';
-export type LabelRow = { id: string; label: string; created_at: Date };
+export type LabelRow = { id: string; label: string; created_at: Date; audience: string | null };
 
 const TABLE: Record<LabelKind, string> = { peer: 'memory_peer', session: 'memory_session' };
 
@@ -26,43 +31,53 @@ export const labelRecord = (kind: LabelKind, r: LabelRow) =>
     ? { schemaVersion: 'service-memory-peer-v1' as const, ...labelItem(r) }
     : { schemaVersion: 'service-memory-session-v1' as const, ...labelItem(r) };
 
-/** Get-or-create by label; concurrent upserts of one label yield one row. */
-export async function upsertLabel(em: Em, accountId: string, kind: LabelKind, label: string): Promise<LabelRow> {
+/**
+ * Get-or-create by label; concurrent upserts of one label yield one row. A label that exists outside
+ * an audience-limited key's audiences cannot be created again: 403, nothing changed.
+ */
+export async function upsertLabel(em: Em, reach: Reach, kind: LabelKind, label: string): Promise<LabelRow> {
   const [row] = await sql<LabelRow>(
     em,
-    `insert into ${TABLE[kind]} (id, account_id, workspace, label) values (?, ?, ?, ?)
+    `insert into ${TABLE[kind]} (id, account_id, workspace, label, audience) values (?, ?, ?, ?, ?)
        on conflict (account_id, workspace, label) do update set label = excluded.label
-     returning id, label, created_at`,
-    [randomUUID(), accountId, WORKSPACE, label],
+     returning id, label, created_at, audience`,
+    [randomUUID(), reach.accountId, WORKSPACE, label, reach.audiences?.[0] ?? null],
   );
+  if (!withinReach(reach, row!.audience)) throw forbidden(`The ${kind} "${label.slice(0, 80)}" is outside this API key's audiences.`);
   return row!;
 }
 
-export async function findLabel(em: Em, accountId: string, kind: LabelKind, label: string, lock = false): Promise<LabelRow | undefined> {
+export async function findLabel(em: Em, reach: Reach, kind: LabelKind, label: string, lock = false): Promise<LabelRow | undefined> {
+  const inReach = audienceCondition('audience', reach.audiences);
   const [row] = await sql<LabelRow>(
     em,
-    `select id, label, created_at from ${TABLE[kind]} where account_id = ? and workspace = ? and label = ?${lock ? ' for share' : ''}`,
-    [accountId, WORKSPACE, label],
+    `select id, label, created_at, audience from ${TABLE[kind]}
+      where account_id = ? and workspace = ? and label = ?${inReach.sql}${lock ? ' for share' : ''}`,
+    [reach.accountId, WORKSPACE, label, ...inReach.params],
   );
   return row;
 }
 
-/** The row of a label, or 404 (another account's label is indistinguishable from a missing one). */
-export async function requireLabel(em: Em, accountId: string, kind: LabelKind, label: string, lock = false): Promise<LabelRow> {
-  const row = await findLabel(em, accountId, kind, label, lock);
+/**
+ * The row of a label, or 404: another account's label, or one outside the key's audiences, is
+ * indistinguishable from a missing one.
+ */
+export async function requireLabel(em: Em, reach: Reach, kind: LabelKind, label: string, lock = false): Promise<LabelRow> {
+  const row = await findLabel(em, reach, kind, label, lock);
   if (!row) throw notFound(`No ${kind} "${label.slice(0, 80)}" in this workspace; create it first.`);
   return row;
 }
 
 /** Labels in label order, keyset-paginated by label. */
-export async function listLabels(em: Em, accountId: string, kind: LabelKind, p: { limit: number; cursor?: string }) {
+export async function listLabels(em: Em, reach: Reach, kind: LabelKind, p: { limit: number; cursor?: string }) {
   const after = decodeCursor(p.cursor, 1)?.[0] as string | undefined;
+  const inReach = audienceCondition('audience', reach.audiences);
   const rows = await sql<LabelRow>(
     em,
-    `select id, label, created_at from ${TABLE[kind]}
-      where account_id = ? and workspace = ? ${after !== undefined ? 'and label > ?' : ''}
+    `select id, label, created_at, audience from ${TABLE[kind]}
+      where account_id = ? and workspace = ?${inReach.sql} ${after !== undefined ? 'and label > ?' : ''}
       order by label limit ?`,
-    after !== undefined ? [accountId, WORKSPACE, after, p.limit + 1] : [accountId, WORKSPACE, p.limit + 1],
+    [reach.accountId, WORKSPACE, ...inReach.params, ...(after !== undefined ? [after] : []), p.limit + 1],
   );
   return page(rows, p.limit, (r) => [r.label], labelItem);
 }

@@ -1,5 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { withinReach, type Reach } from '../auth/principal.ts';
 import { WORKSPACE, type MessagesCreateRequest } from '../contracts/memory.ts';
+import { audienceCondition } from '../db/sql.ts';
 import { AppError, validationError } from '../errors.ts';
 import { decodeCursor, exactTime, iso, page, sql, type Em } from './db.ts';
 import { notifyQueued } from './events.ts';
@@ -16,13 +18,14 @@ export type Receipt = {
   eligibility: 'pending';
 };
 
-/** Every source id must be a succeeded ingest job (url or file) of this account. */
-async function assertSources(em: Em, accountId: string, ids: string[]): Promise<void> {
+/** Every source id must be a succeeded ingest job (url or file) of this account, inside the key's audiences. */
+async function assertSources(em: Em, reach: Reach, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
+  const inReach = audienceCondition('audience', reach.audiences);
   const rows = await sql<{ id: string; status: string }>(
     em,
-    `select id, status from ingest_job where account_id = ? and id = any(?::uuid[]) and kind in ('url', 'file')`,
-    [accountId, ids],
+    `select id, status from ingest_job where account_id = ? and id = any(?::uuid[]) and kind in ('url', 'file')${inReach.sql}`,
+    [reach.accountId, ids, ...inReach.params],
   );
   const found = new Map(rows.map((r) => [r.id, r.status]));
   for (const id of ids) {
@@ -45,28 +48,25 @@ function replay(existing: Existing, requestHash: string): Receipt {
  * Stores the messages of one write and queues its add-event (spec 4.5 "Message write rules"). Every
  * check runs before anything is written, and the event and messages are written in one transaction:
  * a rejected write leaves no event, message or claim behind. A replay with the same idempotency_key
- * returns the first receipt and writes nothing.
+ * returns the first receipt and writes nothing. The session, the peer and the sources must be inside
+ * the key's audiences; the event, the messages and the claim derived from them carry the peer's
+ * audience, so what is remembered about a peer stays in the peer's audience whoever writes it.
  */
-/**
- * `audience`: the writing key's audience (spec: a label a key may be limited to); the messages and the
- * claim derived from them carry it, so query retrieval for keys limited to other audiences skips them.
- */
-export async function addMessages(
-  em: Em,
-  accountId: string,
-  sessionLabel: string,
-  body: MessagesCreateRequest,
-  audience: string | null,
-): Promise<Receipt> {
+export async function addMessages(em: Em, reach: Reach, sessionLabel: string, body: MessagesCreateRequest): Promise<Receipt> {
+  const accountId = reach.accountId;
   const sourceIds = [...new Set(body.source_ids ?? [])];
   const createdAt = body.created_at ? new Date(body.created_at) : null;
   const requestHash = sha256(JSON.stringify([sessionLabel, body.peer_id, body.messages, body.agent_id ?? null, body.infer,
     createdAt?.toISOString() ?? null, body.metadata ?? null, sourceIds]));
   const idem = body.idempotency_key;
-  const findExisting = async (em: Em) =>
-    idem === undefined
-      ? undefined
-      : (await sql<Existing>(em, 'select request_hash, receipt from memory_event where account_id = ? and idempotency_key = ?', [accountId, idem]))[0];
+  const findExisting = async (em: Em): Promise<Existing | undefined> => {
+    if (idem === undefined) return undefined;
+    const [row] = await sql<Existing & { audience: string | null }>(
+      em, 'select request_hash, receipt, audience from memory_event where account_id = ? and idempotency_key = ?', [accountId, idem],
+    );
+    // A key used by a write outside the caller's audiences answers like a key used for another write.
+    return row && !withinReach(reach, row.audience) ? { request_hash: null, receipt: null } : row;
+  };
 
   const early = await findExisting(em);
   if (early) return replay(early, requestHash);
@@ -88,16 +88,16 @@ export async function addMessages(
   const [outcome] = await sql<{ session: boolean; peer: boolean; sources: boolean; inserted: number }>(
     em,
     `select r_session as session, r_peer as peer, r_sources as sources, r_inserted as inserted
-       from cairn_add_messages(?, ?, ?, ?, ?::uuid[], ?, ?, ?, ?, ?, ?::jsonb, ?::timestamptz, ?::jsonb, ?, ?::uuid[], ?::integer[], ?::text[], ?::text[], ?::text[])`,
+       from cairn_add_messages(?, ?, ?, ?, ?::uuid[], ?, ?, ?, ?, ?, ?::jsonb, ?::timestamptz, ?::jsonb, ?::text[], ?::uuid[], ?::integer[], ?::text[], ?::text[], ?::text[])`,
     [accountId, WORKSPACE, sessionLabel, body.peer_id, sourceIds, eventId, body.agent_id ?? null, body.infer, idem ?? null, requestHash,
-      JSON.stringify(receipt), createdAt, body.metadata ? JSON.stringify(body.metadata) : null, audience,
+      JSON.stringify(receipt), createdAt, body.metadata ? JSON.stringify(body.metadata) : null, reach.audiences ? [...reach.audiences] : null,
       messageIds, body.messages.map((_, i) => i), body.messages.map((m) => m.role), body.messages.map((m) => m.content),
       body.messages.map((m) => sha256(m.content))],
   );
   if (!outcome!.session || !outcome!.peer || !outcome!.sources) {
-    await requireLabel(em, accountId, 'session', sessionLabel);
+    await requireLabel(em, reach, 'session', sessionLabel);
     if (!outcome!.peer) throw new AppError(404, 'not_found', `No peer "${body.peer_id.slice(0, 80)}" in this workspace; create it first.`);
-    await assertSources(em, accountId, sourceIds);
+    await assertSources(em, reach, sourceIds);
     // Only when a label or source appeared between the write and these reads.
     throw new AppError(409, 'operation_in_progress', 'The session, peer or sources changed during the write; retry.');
   }
@@ -141,17 +141,19 @@ export function messageItem(m: MessageRow) {
 
 /**
  * The session's messages in conversation order. Only messages whose add-event has succeeded are
- * listed (available), the same rule retrieval uses.
+ * listed (available), the same rule retrieval uses, and for an audience-limited key only those of its
+ * audiences (a session may hold messages about peers of several audiences).
  */
-export async function listMessages(em: Em, accountId: string, sessionLabel: string, p: { limit: number; cursor?: string }) {
-  const session = await requireLabel(em, accountId, 'session', sessionLabel);
+export async function listMessages(em: Em, reach: Reach, sessionLabel: string, p: { limit: number; cursor?: string }) {
+  const session = await requireLabel(em, reach, 'session', sessionLabel);
   const after = decodeCursor(p.cursor, 3) as [string, string, number] | undefined;
+  const inReach = audienceCondition('m.audience', reach.audiences);
   const rows = await sql<MessageRow>(
     em,
-    `${MESSAGE_SELECT} where m.session_id = ? and m.available
+    `${MESSAGE_SELECT} where m.session_id = ? and m.available${inReach.sql}
        ${after ? 'and (m.created_at, m.event_id, m.position) > (?::timestamptz, ?::uuid, ?::int)' : ''}
      order by m.created_at, m.event_id, m.position limit ?`,
-    after ? [session.id, ...after, p.limit + 1] : [session.id, p.limit + 1],
+    [session.id, ...inReach.params, ...(after ?? []), p.limit + 1],
   );
   return page(rows, p.limit, (m) => [m.created_key, m.event_id, m.position], messageItem);
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isSupported } from '../answer/support.ts';
 import type { Logger } from '../logger.ts';
 import { createRuleDeriver, type ClaimDeriver, type DeriveInput, type Proposal } from './deriver.ts';
 import { injectionFinding } from './screen.ts';
@@ -7,8 +8,10 @@ import { injectionFinding } from './screen.ts';
  * The optional model-backed deriver: any OpenAI-compatible chat-completions endpoint
  * (MEMORY_DERIVER_BASE_URL, MEMORY_DERIVER_MODEL, MEMORY_DERIVER_API_KEY). The model proposes one
  * statement and quotes the exact message text it rests on; the service verifies the quote against the
- * stored message (the citation is computed here, never trusted), screens the message for injection
- * itself, and falls back to the built-in rules when the model's answer cannot be verified.
+ * stored message (the citation is computed here, never trusted), checks that the statement says no
+ * more than its quote (the same support rule as cited answers: nearly all its content words, and every
+ * number, in the quote or the peer's name), screens the message for injection itself, and falls back
+ * to the built-in rules when the model's answer cannot be verified.
  */
 
 export type OpenAiDeriverConfig = { baseUrl: string; model: string; apiKey?: string; timeoutMs: number };
@@ -95,6 +98,10 @@ export function createOpenAiDeriver(cfg: OpenAiDeriverConfig, fallback: ClaimDer
       const start = msg && msg.role === 'user' ? msg.content.indexOf(c.quote) : -1;
       if (!msg || start < 0) {
         logger.warn({ deriver: this.name }, 'deriver quote is not in the cited message; using the built-in rules');
+        return fallback.derive(input);
+      }
+      if (!isSupported(c.content, [c.quote, input.peer])) {
+        logger.warn({ deriver: this.name }, 'deriver claim says more than its quote; using the built-in rules');
         return fallback.derive(input);
       }
       return {

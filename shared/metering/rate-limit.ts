@@ -1,16 +1,30 @@
 import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { DEFAULT_REGISTRATIONS_PER_HOUR } from '../config.ts';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 
-export type RateLimiter = { consume(accountId: string): Promise<void>; close(): Promise<void> };
+export type RateLimiter = {
+  /** One authenticated request of the account. */
+  consume(accountId: string): Promise<void>;
+  /** One dynamic OAuth client registration from the client address. */
+  consumeRegistration(address: string): Promise<void>;
+  close(): Promise<void>;
+};
 
 /**
- * Account-wide request throttling for product requests (spec 5 rule 5): every key of an account draws
- * from one window, kept in PostgreSQL so all API processes share it, and creating or rotating a key
- * changes nothing. Fixed one-minute windows of `perMinute` requests (rate-limiter-flexible).
+ * Request throttling kept in PostgreSQL, so all API processes share it (rate-limiter-flexible):
+ * - account-wide (spec 5 rule 5): every credential of an account (API keys, CLI and browser sessions,
+ *   MCP OAuth tokens) draws from one fixed one-minute window of `perMinute` requests, and creating or
+ *   rotating a key changes nothing;
+ * - per client address, dynamic OAuth client registrations: `registrationsPerHour` an hour.
  */
-export function createRateLimiter(databaseUrl: string, perMinute: number, logger?: Logger): RateLimiter {
+export function createRateLimiter(
+  databaseUrl: string,
+  perMinute: number,
+  logger?: Logger,
+  opts: { registrationsPerHour?: number } = {},
+): RateLimiter {
   // Every request of an account updates the account's one window row, so requests queue on its lock;
   // committing without waiting for the disk flush releases it sooner. A crash can lose the last few
   // counts, which only lets a few more requests through in that minute.
@@ -18,25 +32,24 @@ export function createRateLimiter(databaseUrl: string, perMinute: number, logger
   // pg re-emits a dropped idle connection's error on the pool; without a listener that is an uncaught
   // exception that takes the API down (found by test/faults). The pool has already discarded the client.
   pool.on('error', (err) => logger?.warn({ err }, 'rate limiter: a database connection was dropped'));
-  const limiter = new RateLimiterPostgres({
-    storeClient: pool,
-    tableName: 'rate_limit',
-    tableCreated: true, // created by migration 0004
-    keyPrefix: 'account',
-    points: perMinute,
-    duration: 60,
-  });
-  return {
-    async consume(accountId) {
+  const limiter = (keyPrefix: string, points: number, duration: number, message: string) => {
+    const flexible = new RateLimiterPostgres({ storeClient: pool, tableName: 'rate_limit', tableCreated: true, keyPrefix, points, duration });
+    return async (key: string) => {
       try {
-        await limiter.consume(accountId);
+        await flexible.consume(key);
       } catch (res) {
         if (!(res instanceof RateLimiterRes)) throw res;
-        throw new AppError(429, 'rate_limited', 'Too many requests for this account; slow down.', {
-          'retry-after': String(Math.max(1, Math.ceil(res.msBeforeNext / 1000))),
-        });
+        throw new AppError(429, 'rate_limited', message, { 'retry-after': String(Math.max(1, Math.ceil(res.msBeforeNext / 1000))) });
       }
-    },
-    close: () => pool.end(),
+    };
   };
+  // The table is created by migration 0004.
+  const account = limiter('account', perMinute, 60, 'Too many requests for this account; slow down.');
+  const registration = limiter(
+    'oauth-registration',
+    opts.registrationsPerHour ?? DEFAULT_REGISTRATIONS_PER_HOUR,
+    3600,
+    'Too many client registrations from this address; try again later.',
+  );
+  return { consume: account, consumeRegistration: registration, close: () => pool.end() };
 }

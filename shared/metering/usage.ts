@@ -5,21 +5,69 @@ import { readQuota } from './quotas.ts';
 
 const DAYS = 30;
 
+type LedgerRow = {
+  id: string; kind: string; amount: number; monthly_delta: number; onboarding_delta: number; monthly_after: number;
+  onboarding_after: number; metric: string | null; reason: string | null; created_at: Date; reservation_id: string | null;
+};
+
+/**
+ * The ledger as a person reads it: one line per operation, its amount the signed change of the balance
+ * (debits negative). A metered operation writes up to three rows (reserve the maximum, charge, refund
+ * the rest); they are folded into one line whose kind is `charge` once settled (`reserve` while the
+ * reservation is still held) and whose amount is what it cost in the end. Other rows (grants, period
+ * resets, adjustments, limit changes) are one line each.
+ *
+ * The latest `limit` operations by start are read from a window of the newest rows: an operation whose
+ * first row is in the window has all its later rows there too, and started after any operation whose
+ * first row is older. When the window holds fewer starts than asked for, it grows.
+ */
+async function foldedLedger(tx: EntityManager, accountId: string, limit: number) {
+  for (let window = limit * 3 + 3; ; window *= 2) {
+    const rows = await q<LedgerRow>(
+      tx,
+      `select id, kind, amount, monthly_delta, onboarding_delta, monthly_after, onboarding_after, metric, reason, created_at,
+              reservation_id
+         from credit_ledger where account_id = ? order by id desc limit ?`,
+      [accountId, window],
+    );
+    const lines = new Map<string, { first: LedgerRow; last: LedgerRow; monthly: number; onboarding: number; settled: boolean }>();
+    for (const r of [...rows].reverse()) {
+      const key = r.reservation_id ?? `row:${r.id}`;
+      const line = lines.get(key);
+      if (!line) {
+        // An operation whose reserve row is older than the window started before everything in it.
+        if (r.reservation_id && r.kind !== 'reserve') continue;
+        lines.set(key, { first: r, last: r, monthly: r.monthly_delta, onboarding: r.onboarding_delta, settled: r.kind !== 'reserve' });
+        continue;
+      }
+      line.last = r;
+      line.monthly += r.monthly_delta;
+      line.onboarding += r.onboarding_delta;
+      line.settled ||= r.kind === 'charge';
+    }
+    if (lines.size < limit && rows.length === window) continue;
+    return [...lines.values()].reverse().slice(0, limit).map((l) => ({
+      id: String(l.first.id),
+      kind: l.first.reservation_id ? (l.settled ? 'charge' : 'reserve') : l.first.kind,
+      amount: l.monthly + l.onboarding,
+      monthlyDelta: l.monthly,
+      onboardingDelta: l.onboarding,
+      monthlyAfter: l.last.monthly_after,
+      onboardingAfter: l.last.onboarding_after,
+      metric: l.first.metric,
+      reason: l.last.reason ?? l.first.reason,
+      createdAt: new Date(l.first.created_at).toISOString(),
+    }));
+  }
+}
+
 /** Everything GET /v1/account/usage reports, read in one transaction. */
 export async function usageReport(em: EntityManager, accountId: string, ledgerLimit: number, now = new Date()) {
   return em.transactional(async (tx) => {
     const balance = await lockBalance(tx, accountId, now);
     const query = await readQuota(tx, accountId, 'query', now);
     const ingest = await readQuota(tx, accountId, 'ingest', now);
-    const ledger = await q<{
-      id: string; kind: string; amount: number; monthly_delta: number; onboarding_delta: number;
-      monthly_after: number; onboarding_after: number; metric: string | null; reason: string | null; created_at: Date;
-    }>(
-      tx,
-      `select id, kind, amount, monthly_delta, onboarding_delta, monthly_after, onboarding_after, metric, reason, created_at
-         from credit_ledger where account_id = ? order by id desc limit ?`,
-      [accountId, ledgerLimit],
-    );
+    const ledger = await foldedLedger(tx, accountId, ledgerLimit);
 
     const firstDay = new Date(utcDay(now).start.getTime() - (DAYS - 1) * 86_400_000);
     const counts = await q<{ day: string; metric: string; used: number }>(
@@ -62,18 +110,7 @@ export async function usageReport(em: EntityManager, accountId: string, ledgerLi
         onboarding: { remaining: balance.onboarding },
       },
       quotas: { query: quota(query), ingest: quota(ingest) },
-      ledger: ledger.map((r) => ({
-        id: String(r.id),
-        kind: r.kind,
-        amount: r.amount,
-        monthlyDelta: r.monthly_delta,
-        onboardingDelta: r.onboarding_delta,
-        monthlyAfter: r.monthly_after,
-        onboardingAfter: r.onboarding_after,
-        metric: r.metric,
-        reason: r.reason,
-        createdAt: new Date(r.created_at).toISOString(),
-      })),
+      ledger,
       daily: days,
     };
   });

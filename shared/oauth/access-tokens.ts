@@ -1,5 +1,4 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Scope } from '../contracts/account.ts';
 import type { AccountState } from '../db/entities/index.ts';
 import { bound, prepared } from '../db/sql.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -20,15 +19,6 @@ type Row = {
 };
 
 const TOUCH_AFTER_MS = 60_000;
-
-/**
- * What an OAuth connection may do. The user grants memory.read and/or memory.write (spec 5); reading
- * memory through the query tool is a memory read, so memory.read also admits `query` (context and
- * evidence). `query.answer` is never granted to an OAuth connection.
- */
-export function oauthScopes(granted: readonly ConnectedAppScope[]): Scope[] {
-  return granted.includes('memory.read') ? [...granted, 'query'] : [...granted];
-}
 
 /**
  * Resolves a built-in authorization server's access token on an MCP request: the token must exist
@@ -83,7 +73,9 @@ export function connectionPrincipal(
     displayName: c.account.display_name,
     accountState: c.account.state,
     credentialId: c.app.id,
-    scopes: oauthScopes(c.app.scopes),
+    // Exactly what the user granted (spec 4.6, 5): never `query`, so a connected application neither
+    // searches ingested sources nor spends query credits.
+    scopes: [...c.app.scopes],
     maxPreset: 'accuracy',
     audiences: null,
     issuedAt: new Date(c.issuedAtSeconds * 1000),

@@ -9,21 +9,29 @@ const BEARER_KINDS = new Set(['AccessToken', 'RefreshToken', 'AuthorizationCode'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Expired rows are swept at most this often per model and process (the sweep is an indexed delete). */
 const SWEEP_EVERY_MS = 60_000;
+/** Models whose saving means the client was authorized: its registration then lives at least as long. */
+const USE_KINDS = new Set(['Grant', 'RefreshToken']);
 
 /**
  * oidc-provider's storage in PostgreSQL (table oauth_payload), shared by every API process. Rows are
  * keyed by the digest of the instance id: for access tokens, refresh tokens and authorization codes
  * the id is the bearer value, so it is never stored; their `jti` is taken out of the stored payload and
  * put back from the id the provider looks up with.
+ *
+ * Dynamically registered clients expire: a registration lives `unusedClientTtlSeconds` unless the client
+ * is authorized, and then as long as its longest-lived grant or refresh token, so an abandoned or
+ * never-used registration is swept like any expired row.
  */
 export class PostgresOauthAdapter implements Adapter {
   readonly kind: string;
   private readonly orm: Orm;
+  private readonly unusedClientTtlSeconds: number;
   private lastSweep = 0;
 
-  constructor(orm: Orm, kind: string) {
+  constructor(orm: Orm, kind: string, opts: { unusedClientTtlSeconds: number }) {
     this.orm = orm;
     this.kind = kind;
+    this.unusedClientTtlSeconds = opts.unusedClientTtlSeconds;
   }
 
   private em(): EntityManager {
@@ -35,7 +43,8 @@ export class PostgresOauthAdapter implements Adapter {
     if (BEARER_KINDS.has(this.kind)) delete stored.jti;
     const accountId = typeof payload.accountId === 'string' && UUID.test(payload.accountId) ? payload.accountId : null;
     const clientId = (payload.clientId ?? payload.client_id ?? null) as string | null;
-    const expiresAt = typeof expiresIn === 'number' ? new Date(Date.now() + expiresIn * 1000) : null;
+    const lifetime = expiresIn ?? (this.kind === 'Client' ? this.unusedClientTtlSeconds : undefined);
+    const expiresAt = typeof lifetime === 'number' ? new Date(Date.now() + lifetime * 1000) : null;
     const em = this.em();
     await bound(
       em,
@@ -45,6 +54,13 @@ export class PostgresOauthAdapter implements Adapter {
          client_id = excluded.client_id, grant_id = excluded.grant_id, uid = excluded.uid, expires_at = excluded.expires_at`,
       [this.kind, digest(id), JSON.stringify(stored), accountId, clientId, payload.grantId ?? null, payload.uid ?? null, expiresAt],
     );
+    if (USE_KINDS.has(this.kind) && clientId && expiresAt) {
+      await bound(
+        em,
+        `update oauth_payload set expires_at = greatest(expires_at, ?) where kind = 'Client' and id_digest = ? and expires_at is not null`,
+        [expiresAt, digest(clientId)],
+      );
+    }
     await this.sweep(em);
   }
 

@@ -3,8 +3,8 @@ import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Principal } from '../auth/principal.ts';
 import { normalizeEmail } from '../auth/accounts.ts';
 import { bound } from '../db/sql.ts';
+import { forbidden, notFound } from '../errors.ts';
 import { connectionPrincipal, type ConnectionAccount, type ConnectionApp } from './access-tokens.ts';
-import type { ConnectedAppScope } from './connected-apps.ts';
 import type { MetadataSource } from './metadata.ts';
 
 type AccountRow = ConnectionAccount;
@@ -13,16 +13,19 @@ type AppRow = ConnectionApp;
 /**
  * Access tokens of an external identity provider (MCP_AUTH_ISSUER): JWTs verified against the
  * provider's published keys (jwks_uri of its allowlisted metadata), with the configured issuer and an
- * MCP endpoint address as audience. The account is the one whose email the token asserts (and does not
- * deny verifying); the client is the token's client_id (or azp). The first token of a client for an
- * account connects it with the operator's default scopes (MCP_EXTERNAL_SCOPES); revoking the
- * connection refuses every token issued before the revocation, and a later authorization reconnects.
+ * MCP endpoint address as audience. The account is the one an operator linked the token's subject to
+ * (`admin account link-external`), else the one whose email the token asserts as verified
+ * (`email_verified: true`): a provider that lets anyone sign up with any address cannot hand out
+ * someone else's account. The client is the token's client_id (or azp). Its first token for an account
+ * asks for a connection, which waits, with no access, until the user allows it in the console
+ * (`approvalUrl`; the consent step at Cairn); revoking the connection refuses every token issued
+ * before the revocation, and a later token asks again.
  */
 export function externalTokenResolver(opts: {
   issuer: string;
   audiences: readonly string[];
-  defaultScopes: readonly ConnectedAppScope[];
   metadata: MetadataSource;
+  approvalUrl: string;
 }) {
   let keys: { uri: string; get: JWTVerifyGetKey } | undefined;
   const keySet = async () => {
@@ -41,15 +44,14 @@ export function externalTokenResolver(opts: {
       return null; // a bad signature, audience, issuer or expiry: simply not a credential here
     }
     const clientId = typeof claims.client_id === 'string' ? claims.client_id : typeof claims.azp === 'string' ? claims.azp : null;
-    if (typeof claims.email !== 'string' || claims.email_verified === false || !clientId) return null;
-    const [account] = await bound<AccountRow>(
-      em,
-      `select id, email, display_name, state from account where email_normalized = ? and disabled_at is null`,
-      [normalizeEmail(claims.email)],
-    );
+    if (!clientId) return null;
+    const account = await accountOf(em, opts.issuer, claims);
     if (!account) return null;
-    const app = await externalConnection(em, account.id, clientId, (claims.iat ?? 0) * 1000, opts.defaultScopes);
+    const app = await externalConnection(em, account.id, clientId, (claims.iat ?? 0) * 1000);
     if (!app) return null;
+    if (app.scopes.length === 0) {
+      throw forbidden(`This application is waiting for your approval: open ${opts.approvalUrl} and allow it, then try again.`);
+    }
     return connectionPrincipal(em, {
       account,
       app,
@@ -60,13 +62,30 @@ export function externalTokenResolver(opts: {
   };
 }
 
-async function externalConnection(
-  em: EntityManager,
-  accountId: string,
-  clientId: string,
-  issuedAtMs: number,
-  defaultScopes: readonly ConnectedAppScope[],
-): Promise<AppRow | null> {
+/** The operator's link of the token's subject, else the account of a verified email; null for neither. */
+async function accountOf(em: EntityManager, issuer: string, claims: Record<string, unknown>): Promise<AccountRow | null> {
+  const [linked] = typeof claims.sub === 'string'
+    ? await bound<AccountRow>(
+        em,
+        `select a.id, a.email, a.display_name, a.state from external_identity x join account a on a.id = x.account_id
+          where x.issuer = ? and x.subject = ? and a.disabled_at is null`,
+        [issuer, claims.sub],
+      )
+    : [];
+  if (linked) return linked;
+  // Some providers send the flag as a string.
+  const verified = claims.email_verified === true || claims.email_verified === 'true';
+  if (typeof claims.email !== 'string' || !verified) return null;
+  const [account] = await bound<AccountRow>(
+    em,
+    `select id, email, display_name, state from account where email_normalized = ? and disabled_at is null`,
+    [normalizeEmail(claims.email)],
+  );
+  return account ?? null;
+}
+
+/** The client's connection for the account: the active one, or a new pending one (no scopes). */
+async function externalConnection(em: EntityManager, accountId: string, clientId: string, issuedAtMs: number): Promise<AppRow | null> {
   const [active] = await bound<AppRow>(
     em,
     'select id, scopes, last_used_at from oauth_connected_app where account_id = ? and client_id = ? and revoked_at is null',
@@ -82,9 +101,9 @@ async function externalConnection(
   if (active) return active;
   await bound(
     em,
-    `insert into oauth_connected_app (id, account_id, client_id, client_name, scopes) values (gen_random_uuid(), ?, ?, null, ?::text[])
+    `insert into oauth_connected_app (id, account_id, client_id, client_name, scopes) values (gen_random_uuid(), ?, ?, null, '{}')
      on conflict (account_id, client_id) where revoked_at is null do nothing`,
-    [accountId, clientId, [...defaultScopes]],
+    [accountId, clientId],
   );
   const [created] = await bound<AppRow>(
     em,
@@ -92,4 +111,21 @@ async function externalConnection(
     [accountId, clientId],
   );
   return created ?? null;
+}
+
+/**
+ * The operator's explicit mapping: tokens of `issuer` with subject `subject` belong to the account of
+ * `email` (linking the subject again moves it). For providers that assert no verified email.
+ */
+export async function linkExternalIdentity(em: EntityManager, link: { issuer: string; subject: string; email: string }) {
+  const [row] = await bound<{ account_id: string; created_at: Date }>(
+    em,
+    `insert into external_identity (issuer, subject, account_id)
+     select ?, ?, id from account where email_normalized = ?
+     on conflict (issuer, subject) do update set account_id = excluded.account_id
+     returning account_id, created_at`,
+    [link.issuer, link.subject, normalizeEmail(link.email)],
+  );
+  if (!row) throw notFound('No account with this email.');
+  return { issuer: link.issuer, subject: link.subject, accountId: row.account_id, linkedAt: new Date(row.created_at).toISOString() };
 }

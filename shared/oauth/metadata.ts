@@ -1,6 +1,6 @@
 import type Provider from 'oidc-provider';
 import { AppError } from '../errors.ts';
-import { CLIENT_AUTH_METHODS, GRANT_TYPES, OPENID_SCOPES } from './provider.ts';
+import { CLIENT_AUTH_METHODS, GRANT_TYPES, RESPONSE_TYPES, SCOPES_SUPPORTED } from './provider.ts';
 
 /**
  * The authorization server metadata fields (RFC 8414 / OpenID Discovery) an MCP client needs, and the
@@ -45,8 +45,8 @@ export function builtinMetadata(provider: Provider): MetadataSource {
     revocation_endpoint: provider.urlFor('revocation'),
     jwks_uri: provider.urlFor('jwks'),
     userinfo_endpoint: provider.urlFor('userinfo'),
-    scopes_supported: OPENID_SCOPES,
-    response_types_supported: ['code'],
+    scopes_supported: SCOPES_SUPPORTED,
+    response_types_supported: RESPONSE_TYPES,
     response_modes_supported: ['query'],
     grant_types_supported: GRANT_TYPES,
     code_challenge_methods_supported: ['S256'],

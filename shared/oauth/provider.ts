@@ -1,9 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import Provider, { errors, type Configuration } from 'oidc-provider';
+import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Orm } from '../db/orm.ts';
 import { bound } from '../db/sql.ts';
+import { safeFetch } from '../ingest/safe-fetch.ts';
 import { PostgresOauthAdapter } from './adapter.ts';
+import { CONNECTED_APP_SCOPES, connectApplication, connectedAppScopes } from './connected-apps.ts';
 import { loadOauthSecrets } from './secrets.ts';
 
 /** Path of the built-in authorization server on the API's origin ({auth_url} = PUBLIC_BASE_URL + this). */
@@ -13,13 +15,34 @@ export const interactionPath = (uid: string) => `${OAUTH_MOUNT}/interaction/${ui
 
 /** The standard OpenID scopes a client may request; effective scopes come from the connected app. */
 export const OPENID_SCOPES = ['openid', 'offline_access', 'profile', 'email'];
+/**
+ * Every scope the server knows: the OpenID ones and the MCP endpoint's (memory.read, memory.write,
+ * its resource scopes, which a client may name to pre-select them at consent).
+ */
+export const SCOPES_SUPPORTED = [...OPENID_SCOPES, ...CONNECTED_APP_SCOPES];
 
 /** Public clients (PKCE, the usual MCP client) and clients with a registered secret. */
 export const CLIENT_AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'];
 export const GRANT_TYPES = ['authorization_code', 'refresh_token'];
+/** The authorization code flow only: no implicit or hybrid response types (and so no implicit grant). */
+export const RESPONSE_TYPES = ['code'] as const;
 
 /** Both addresses of the MCP endpoint are one protected resource; tokens name one of them. */
 export const mcpResources = (config: Pick<Config, 'mcp'>) => [config.mcp.publicUrl, config.mcp.apiMountUrl];
+
+/**
+ * Every URL the authorization server fetches (a registering client's sector_identifier_uri, a client's
+ * jwks_uri or metadata document) goes through the ingest's SSRF-safe fetch: the host is resolved once,
+ * every address is checked before any connection (public addresses only: never loopback, private or
+ * link-local, whatever a name resolves to), redirects are checked hop by hop, and size and time are
+ * bounded. oidc-provider's own guard only drops a special-use address after connecting, which let
+ * registration probe internal hosts and ports.
+ */
+export async function providerFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  if (input instanceof Request || (init?.method ?? 'GET') !== 'GET') throw new Error('the authorization server fetches only with GET');
+  const res = await safeFetch(input, { policy: { allowlist: [] }, maxBytes: 256 * 1024, timeoutMs: 2500, userAgent: 'CairnOAuth/1.0' });
+  return new Response(new Uint8Array(res.bytes), { status: res.status, headers: res.contentType ? { 'content-type': res.contentType } : {} });
+}
 
 async function findActiveAccount(em: EntityManager, id: string) {
   if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
@@ -35,8 +58,9 @@ async function findActiveAccount(em: EntityManager, id: string) {
  * The built-in authorization server for MCP clients (spec 5, MCP OAuth), built on oidc-provider:
  * metadata, dynamic client registration, authorization code with PKCE S256 (required of every
  * client), resource indicators bound to the MCP endpoint, rotating refresh tokens and revocation.
- * Clients ask only for standard OpenID scopes; the effective scopes live in the connected-application
- * state (shared/oauth/connected-apps.ts), chosen at consent and read on every MCP request.
+ * The effective scopes (memory.read, memory.write) are the MCP resource's scopes: chosen at consent,
+ * named in the token response, and kept in the connected-application state
+ * (shared/oauth/connected-apps.ts), which is read on every MCP request.
  */
 export async function createOauthProvider(deps: { config: Config; orm: Orm }): Promise<Provider> {
   const { config, orm } = deps;
@@ -45,7 +69,7 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
   const secure = config.publicBaseUrl.startsWith('https:');
 
   const configuration: Configuration = {
-    adapter: (name: string) => new PostgresOauthAdapter(orm, name),
+    adapter: (name: string) => new PostgresOauthAdapter(orm, name, { unusedClientTtlSeconds: config.oauth.unusedClientTtlSeconds }),
     jwks: secrets.jwks as Configuration['jwks'],
     cookies: {
       keys: secrets.cookieKeys,
@@ -62,16 +86,31 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
       };
     },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
-    scopes: OPENID_SCOPES,
+    scopes: SCOPES_SUPPORTED,
+    responseTypes: [...RESPONSE_TYPES],
     clientAuthMethods: CLIENT_AUTH_METHODS as Configuration['clientAuthMethods'],
     clientDefaults: {
       grant_types: GRANT_TYPES,
-      response_types: ['code'],
+      response_types: [...RESPONSE_TYPES],
       token_endpoint_auth_method: 'none',
+    },
+    // A registered `scope` is an allow-list for the scopes the client may request. The MCP scopes are
+    // always allowed: consent decides them, and a client that registered `openid` alone must still be
+    // able to receive them (interaction.ts names the granted ones in the resumed request).
+    extraClientMetadata: {
+      properties: ['scope'],
+      validator(_ctx, key, value, metadata) {
+        if (key === 'scope' && typeof value === 'string') {
+          metadata.scope = [...new Set([...value.split(' ').filter(Boolean), ...CONNECTED_APP_SCOPES])].join(' ');
+        }
+      },
     },
     features: {
       devInteractions: { enabled: false },
-      registration: { enabled: true },
+      // Open registration (RFC 7591), limited per client address (api/oauth/provider-routes.ts); unused
+      // registrations expire (adapter.ts). No registration access token: without registration management
+      // it could only read the registration back, and it would outlive it.
+      registration: { enabled: true, issueRegistrationAccessToken: false },
       // RFC 7009: a client may revoke only tokens issued to itself.
       revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
       userinfo: { enabled: true },
@@ -83,7 +122,7 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
         async getResourceServerInfo(_ctx, resource) {
           if (!resources.includes(resource)) throw new errors.InvalidTarget('resource must be the MCP endpoint');
           return {
-            scope: '',
+            scope: CONNECTED_APP_SCOPES.join(' '),
             audience: resource,
             accessTokenFormat: 'opaque',
             accessTokenTTL: config.oauth.accessTokenTtlSeconds,
@@ -91,8 +130,9 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
         },
       },
     },
+    fetch: providerFetch,
     pkce: { required: () => true },
-    interactions: { url: async (_ctx, interaction) => interactionPath(interaction.uid) },
+    interactions: { url: async (_ctx, interaction) => interactionPath(interaction.uid), policy: interactionPolicyWithConsent() },
     // Refresh tokens for every client that registered the refresh_token grant, without requiring the
     // OpenID `offline_access` dance (MCP clients keep a connection, not a browser session).
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
@@ -115,10 +155,49 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
     },
   };
   const provider = new Provider(config.oauth.issuer, configuration);
+  provider.use(connectOnCodeExchange(orm));
   // Behind a TLS-terminating proxy PUBLIC_BASE_URL is https while the socket is http: trust the proxy's
   // X-Forwarded-Proto only in that deployment shape.
   provider.proxy = secure;
   return provider;
+}
+
+/**
+ * oidc-provider's policy plus one check: every authorization shows the consent page, also when the
+ * provider's short session already holds a grant for the client. The user confirms each connection,
+ * and a request naming no scope learns the granted ones there (api/oauth/interaction.ts).
+ */
+function interactionPolicyWithConsent() {
+  const policy = interactionPolicy.base();
+  policy.get('consent')!.checks.add(
+    new interactionPolicy.Check(
+      'consent_every_authorization',
+      'every authorization is confirmed by the user',
+      'consent_required',
+      (ctx) => !ctx.oidc.result?.consent,
+    ),
+  );
+  return policy;
+}
+
+/**
+ * After a successful authorization-code exchange at the token endpoint, before the response leaves:
+ * the client registration becomes a connected application with the scopes of the access token (the
+ * ones the user granted). Nothing is connected by a refused, failed or abandoned authorization.
+ */
+function connectOnCodeExchange(orm: Orm) {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<unknown>) => {
+    await next();
+    if (ctx.oidc?.route !== 'token' || ctx.status !== 200 || ctx.oidc.params?.grant_type !== 'authorization_code') return;
+    const { AccessToken: token, Client: client } = ctx.oidc.entities;
+    await connectApplication(orm.em.fork() as EntityManager, {
+      accountId: token!.accountId,
+      clientId: client!.clientId,
+      clientName: client!.clientName ?? null,
+      redirectUris: client!.redirectUris ?? [],
+      scopes: connectedAppScopes(token!.scope),
+    });
+  };
 }
 
 export function escapeHtml(s: string): string {

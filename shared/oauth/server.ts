@@ -31,7 +31,7 @@ export async function createOauthServer(deps: { config: Config; orm: Orm }): Pro
     return {
       provider: null,
       metadata,
-      resolveToken: externalTokenResolver({ issuer: config.oauth.issuer, audiences, defaultScopes: config.oauth.externalScopes, metadata }),
+      resolveToken: externalTokenResolver({ issuer: config.oauth.issuer, audiences, metadata, approvalUrl: `${config.publicBaseUrl}/apps` }),
     };
   }
   const provider = await createOauthProvider(deps);

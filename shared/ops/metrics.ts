@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Orm } from '../db/orm.ts';
@@ -66,11 +67,32 @@ export function createWorkerMetrics() {
 }
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
 
+/** Who may scrape: a bearer token (METRICS_TOKEN), or anyone when the operator opened it (METRICS_OPEN). */
+export type MetricsAccess = { token: string | undefined; open: boolean };
+
+/**
+ * Whether a scrape may read the metrics (they name routes, volumes and queue depths): with a token,
+ * only a request carrying it (compared in constant time); without one, only when explicitly opened.
+ */
+export function scrapeVerdict(access: MetricsAccess, authorization: string | undefined): 'ok' | 'no_token' | 'closed' {
+  if (access.token) {
+    const given = Buffer.from(authorization?.startsWith('Bearer ') ? authorization.slice(7) : '');
+    const expected = Buffer.from(access.token);
+    return given.length === expected.length && timingSafeEqual(given, expected) ? 'ok' : 'no_token';
+  }
+  return access.open ? 'ok' : 'closed';
+}
+
 /** A tiny HTTP server for a process without an HTTP API of its own (the worker): GET /metrics only. */
-export async function serveMetrics(registry: Registry, host: string, port: number): Promise<Server> {
+export async function serveMetrics(registry: Registry, host: string, port: number, access: MetricsAccess): Promise<Server> {
   const server = createServer((req, res) => {
     if (req.method !== 'GET' || req.url !== '/metrics') {
       res.writeHead(404).end();
+      return;
+    }
+    const verdict = scrapeVerdict(access, req.headers.authorization);
+    if (verdict !== 'ok') {
+      res.writeHead(verdict === 'no_token' ? 401 : 403).end();
       return;
     }
     registry.metrics().then(

@@ -10,8 +10,9 @@ import { AfterRetrievalError, runMetered } from '../metering/operation.ts';
 import { resolveBoundary, type Boundary } from '../retrieval/boundary.ts';
 import { fetchCited } from '../retrieval/candidates.ts';
 import { citationKey, openCitation } from '../retrieval/citations.ts';
+import { claimConflicts } from '../retrieval/conflicts.ts';
 import { analysis, retrieve, type Retrieval } from '../retrieval/retrieve.ts';
-import type { TermIndex } from '../retrieval/term-index.ts';
+import type { SearchIndex } from '../retrieval/search-index.ts';
 import { abandonOperation, beginOperation, completeOperation, requestHash } from './operations.ts';
 import { assemble, type Assembled } from './result.ts';
 
@@ -26,7 +27,7 @@ export type QueryDeps = {
   logger: Logger;
   requestId: string;
   /** This process's in-memory impact index; absent = PostgreSQL ranks every query's source records. */
-  termIndex?: TermIndex;
+  searchIndex?: SearchIndex;
 };
 
 export type QueryResponse = { result: QueryResult; headers: Record<string, string> };
@@ -56,7 +57,7 @@ async function citationLookup(deps: QueryDeps, boundary: Boundary, handle: strin
   const ranked = found ? [{ ...found, score: 1 }] : [];
   return {
     ranked,
-    terms: { lexemes: [], positions: new Map() },
+    semantic: 'off',
     candidates: ranked.length,
     matchedTerms: [],
     unmatchedTerms: [],
@@ -111,14 +112,16 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
         // A retrieval failure throws as is: everything is refunded (cost 0).
         const retrieval = req.citationHandle
           ? await citationLookup(deps, boundary, req.citationHandle)
-          : await retrieve(deps.em, boundary, req.query, preset, { index: deps.termIndex, ...(analysed && begun.alongside ? { analyzed: { analysis: analysed, row: begun.alongside } } : {}) });
+          : await retrieve(deps.em, boundary, req.query, preset, { index: deps.searchIndex, ...(analysed && begun.alongside ? { analyzed: { analysis: analysed, row: begun.alongside } } : {}) });
         try {
           const key = await citationKey(deps.em);
-          const assembled = assemble({ req, preset, retrieval, boundary, key, accountId: principal.accountId });
+          const claimIds = retrieval.ranked.flatMap((c) => (c.ref.table === 'claim' ? [c.ref.id] : []));
+          const knownConflicts = await claimConflicts(deps.em, boundary, claimIds);
+          const assembled = assemble({ req, preset, retrieval, boundary, key, accountId: principal.accountId, knownConflicts });
           let answer: AnswerOutcome | null = null;
           if (answering) {
             const evidence: AnswerEvidence[] = assembled.evidence.map((e) => ({ citationHandle: e.citationHandle, text: e.text, label: e.label }));
-            answer = await answerQuery(deps.answer, req.query ?? '', evidence, deps.logger);
+            answer = await answerQuery(deps.answer, req.query ?? '', evidence, deps.logger, assembled.conflicts);
           }
           const work: Work = { assembled, retrieval, answer };
           return { value: work, outcome: 'completed' as const, providerCost: answer?.provider.credits ?? 0 };

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Principal } from '../auth/principal.ts';
-import { bound } from '../db/sql.ts';
+import type { Principal, Reach } from '../auth/principal.ts';
+import { audienceCondition, bound } from '../db/sql.ts';
 import { forbidden } from '../errors.ts';
 
 /**
@@ -31,11 +31,12 @@ export type Selectors = {
 
 const unique = (xs: string[]) => [...new Set(xs)];
 
-async function resolveLabels(em: EntityManager, table: 'memory_peer' | 'memory_session', accountId: string, labels: string[]) {
+async function resolveLabels(em: EntityManager, table: 'memory_peer' | 'memory_session', reach: Reach, labels: string[]) {
+  const inReach = audienceCondition('audience', reach.audiences);
   const rows = await bound<{ id: string; label: string }>(
     em,
-    `select id, label from ${table} where account_id = ? and workspace = 'default' and label = any(?::text[])`,
-    [accountId, labels],
+    `select id, label from ${table} where account_id = ? and workspace = 'default' and label = any(?::text[])${inReach.sql}`,
+    [reach.accountId, labels, ...inReach.params],
   );
   if (rows.length !== labels.length) {
     const what = table === 'memory_peer' ? 'peer_ids' : 'session_ids';
@@ -80,9 +81,9 @@ export async function resolveBoundary(em: EntityManager, principal: Principal, s
       }),
     );
   }
-  if (s.peer_ids) checks.push(resolveLabels(em, 'memory_peer', principal.accountId, unique(s.peer_ids)).then((ids) => void (boundary.peerIds = ids)));
+  if (s.peer_ids) checks.push(resolveLabels(em, 'memory_peer', principal, unique(s.peer_ids)).then((ids) => void (boundary.peerIds = ids)));
   if (s.session_ids) {
-    checks.push(resolveLabels(em, 'memory_session', principal.accountId, unique(s.session_ids)).then((ids) => void (boundary.sessionIds = ids)));
+    checks.push(resolveLabels(em, 'memory_session', principal, unique(s.session_ids)).then((ids) => void (boundary.sessionIds = ids)));
   }
   const results = await Promise.allSettled(checks);
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

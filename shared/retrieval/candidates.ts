@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EvidenceKind } from '../contracts/query.ts';
+import type { ClaimDoc, Hit, MessageDoc, QueryWord, RecordDoc } from './account-index.ts';
+import { CLAIM, MESSAGE, NEIGHBOURS, RECORD, type Statistics } from './bm25.ts';
 import { bound, prepared } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
 import type { CitedRef } from './citations.ts';
@@ -8,31 +10,26 @@ import { recordTermHit, type TermMatch } from './terms.ts';
 import { parseTsVector, type TsVector } from './text.ts';
 
 /**
- * Candidate generation: one SQL statement per content table (source records, memory messages, memory
- * claims), each confined to the boundary (account, active sources, available messages, current eligible
- * claims, audiences, selectors). The first-stage score is PostgreSQL's ts_rank (or trigram word
- * similarity); ranking.ts re-scores the candidates. Every matching row is scored, so this score must
- * be cheap: ts_rank_cd (cover density) costs several times more per row and chose the same candidates
- * on the labelled set; proximity is scored later, on the candidates only. Source records, by far the
- * largest table, get their full-text ts_rank from the impact index (terms.ts) without reading the
- * matching rows; memory messages and claims (small tables) are ranked by ts_rank over the GIN index,
- * and for a query those two statements are columns of its first statement (memoryColumns).
+ * What retrieval reads from PostgreSQL, each statement confined to the boundary (account, active
+ * sources, available messages, current eligible claims, audiences, selectors): the documents a ranking
+ * named (fetchHits); when no in-memory index is current, the candidates of each table by a cheap first
+ * stage, the neighbours of the messages among them and the account's statistics (fallbackCandidates,
+ * fallbackStatistics), which the same ranking code then orders; the most recent content, near
+ * spellings and exact citations. Source records' first stage is ts_rank summed from the impact index
+ * (terms.ts) without reading the matching rows; messages and claims (smaller tables) are ranked by
+ * ts_rank over their GIN index.
  */
 
 export type Match =
   | ({ type: 'fts'; tsquery: string } & TermMatch)
-  | { type: 'trgm'; term: string }
   | { type: 'recent' }
   | { type: 'ids'; ids: string[] }
   /**
-   * Source records already ranked by the in-memory impact index (term-index.ts): fetched, not searched.
-   * Each record's vector comes as one of: `lexemes`, the query lexemes it holds (no positions or
-   * length: ranking without positions); `keep` with `lengths`, the positions of those lexemes only,
-   * filtered in PostgreSQL, and its length as the index holds it; neither, its whole tsvector.
+   * Source records already ranked (account-index.ts): fetched, not searched, without their vectors.
    * `tids`: where each row was when the index loaded it (array literal elements), so each is read
    * straight from its heap page (a TID scan) instead of through the primary key.
    */
-  | { type: 'scored'; ids: string[]; scores: number[]; tids?: string[]; lexemes?: string[][]; keep?: string[]; lengths?: number[] };
+  | { type: 'scored'; ids: string[]; scores: number[]; tids?: string[] };
 
 /** How a candidate was found. */
 export type Via = Exclude<Match['type'], 'scored'>;
@@ -42,7 +39,7 @@ type SourceOrigin = {
   span: { start: number; end: number }; sectionPath: string[]; page: number | null; audience: string | null;
 };
 type MessageOrigin = {
-  type: 'message'; peer: string; session: string; role: string; agentId: string | null; eventId: string; position: number;
+  type: 'message'; messageId: string; peer: string; session: string; role: string; agentId: string | null; eventId: string; position: number;
   createdAt: string; audience: string | null;
 };
 type ClaimOrigin = {
@@ -65,6 +62,11 @@ export type Candidate = {
   date: Date;
   authority: string | null;
   origin: Origin;
+  /** Messages: their session's id (conversation order is per session). */
+  sessionId?: string;
+  /** Claims derived from a message (not corrections): that message's id, the evidence they group with, and the span cited. */
+  link?: string;
+  span?: { start: number; end: number };
 };
 
 type Sql = { text: string; params: unknown[] };
@@ -74,13 +76,11 @@ function matchSql(m: Match, alias: string, textCol: string, idCol = `${alias}.id
   switch (m.type) {
     case 'fts':
       return {
-        from: `, to_tsquery('english', ?) tq`,
-        score: `ts_rank(${alias}.tsv, tq, 1)`,
-        where: `${alias}.tsv @@ tq`,
+        from: `, (select ?::tsquery as tq) q`,
+        score: `ts_rank(${alias}.tsv, q.tq, 1)`,
+        where: `${alias}.tsv @@ q.tq`,
         params: { from: [m.tsquery], where: [] },
       };
-    case 'trgm':
-      return { from: '', score: `word_similarity(?, ${textCol})`, where: `? <% ${textCol}`, params: { from: [], where: [m.term] } };
     case 'recent':
       return { from: '', score: '0', where: 'true', params: { from: [], where: [] } };
     case 'ids':
@@ -95,8 +95,6 @@ function build(
   limit: number,
 ): Sql {
   const ms = matchSql(m, base.alias, base.textCol);
-  // trgm's score expression carries its own parameter, placed before the FROM parameters.
-  const scoreParams = m.type === 'trgm' ? [m.term] : [];
   const order = m.type === 'recent' || m.type === 'ids' ? `${base.dateCol} desc` : 'score desc';
   const text = `with hit as (
       select ${base.alias}.id, ${ms.score} as score
@@ -104,7 +102,7 @@ function build(
        where ${[...base.where, ms.where].join(' and ')}
        order by ${order} limit ?)
     ${base.select}`;
-  return { text, params: [...scoreParams, ...ms.params.from, ...base.params, ...ms.params.where, limit] };
+  return { text, params: [...ms.params.from, ...base.params, ...ms.params.where, limit] };
 }
 
 const RECORD_SELECT = `select r.id, r.kind, r.text, r.start_offset, r.end_offset, r.section_path, r.page, r.content_hash, r.tsv::text as tsv,
@@ -126,57 +124,26 @@ function recordSql(b: Boundary, m: Match, limit: number): Sql {
   }
   if (m.type === 'scored') {
     // The boundary is applied again here: the in-memory ranking never decides what may be returned.
-    // With the records' query lexemes known (the efficient preset ranks without positions), their
-    // tsvectors are not sent. With `keep`, only those lexemes' positions are: setweight marks them
-    // (records' vectors carry no weights) and ts_filter keeps the marked, a tenth of the text to send
-    // and parse. The ids and scores travel as array literals, built here in one join each.
-    const tsv = m.lexemes
-      ? { sql: 'null::text as tsv', params: [] }
-      : m.keep
-        ? { sql: "ts_filter(setweight(r.tsv, 'A', ?::text[]), '{a}')::text as tsv", params: [m.keep] }
-        : { sql: 'r.tsv::text as tsv', params: [] };
+    // The ids and scores travel as array literals, built here in one join each.
     // By ctid, the id must match too: a row that moved is simply not found there (fetchCandidates
     // then asks for it by id).
     const [hit, join, tids] = m.tids
       ? ['unnest(?::uuid[], ?::real[], ?::tid[]) h(id, score, tid)', 'r.ctid = hit.tid and r.id = hit.id', [`{${m.tids.join(',')}}`]]
       : ['unnest(?::uuid[], ?::real[]) h(id, score)', 'r.id = hit.id', []];
     return {
-      text: `with hit as (select * from ${hit}) ${RECORD_SELECT.replace('r.tsv::text as tsv', tsv.sql).replace('r.id = hit.id', join)}
+      text: `with hit as (select * from ${hit}) ${RECORD_SELECT.replace('r.tsv::text as tsv', 'null::text as tsv').replace('r.id = hit.id', join)}
         where r.account_id = ? and ${sourceWhere.join(' and ')}`,
-      params: [`{${m.ids.join(',')}}`, `{${m.scores.join(',')}}`, ...tids, ...tsv.params, b.accountId, ...params],
+      params: [`{${m.ids.join(',')}}`, `{${m.scores.join(',')}}`, ...tids, b.accountId, ...params],
     };
   }
   const where = ['r.account_id = ?', ...sourceWhere];
-  if (m.type === 'trgm') return nearWordSql(b.accountId, m.term, where, [b.accountId, ...params], RECORD_SELECT, limit);
   return build(m, {
     alias: 'r', textCol: 'r.text', dateCol: 'r.created_at', where, params: [b.accountId, ...params],
     from: 'record r join source s on s.id = r.source_id', select: RECORD_SELECT,
   }, limit);
 }
 
-/** Near words looked up per term: enough for a name's spellings, few enough for one index probe each. */
-const NEAR_WORDS = 20;
-
-/**
- * Near spellings in sources: the account's words within trigram word similarity of the term (the
- * lexicon of migration 0015 and its trigram index), then the excerpts holding one of them (the
- * full-text index), each scored by its best word's similarity. Excerpts hold every word of a source
- * once, while facts and links repeat words of the same text.
- */
-function nearWordSql(accountId: string, term: string, where: string[], params: unknown[], select: string, limit: number): Sql {
-  const text = `with near as (
-      select word_similarity(?, l.word) as sim, to_tsquery('english', l.word) as q
-        from record_lexicon l where l.account_id = ? and ? <% l.word order by sim desc limit ${NEAR_WORDS}),
-    hit as (
-      select r.id, max(near.sim) as score
-        from near join record r on r.tsv @@ near.q join source s on s.id = r.source_id
-       where ${[...where, "r.kind = 'excerpt'"].join(' and ')}
-       group by r.id order by score desc limit ?)
-    ${select}`;
-  return { text, params: [term, accountId, term, ...params, limit] };
-}
-
-function memoryWhere(b: Boundary, alias: 'm' | 'c'): { where: string[]; params: unknown[] } {
+export function memoryWhere(b: Boundary, alias: 'm' | 'c'): { where: string[]; params: unknown[] } {
   const where = [`${alias}.account_id = ?`, "p.workspace = 'default'"];
   const params: unknown[] = [b.accountId];
   if (alias === 'm') where.push('m.available');
@@ -193,7 +160,7 @@ function messageSql(b: Boundary, m: Match, limit: number): Sql {
     alias: 'm', textCol: 'm.content', dateCol: 'm.created_at', ...memoryWhere(b, 'm'),
     from: 'memory_message m join memory_peer p on p.id = m.peer_id',
     select: `select m.id, m.content as text, m.role, m.agent_id, m.audience, m.created_at, m.event_id, m.position, m.content_hash,
-        m.tsv::text as tsv, p.label as peer, se.label as session, hit.score
+        m.tsv::text as tsv, p.label as peer, se.label as session, hit.score, m.session_id
       from hit join memory_message m on m.id = hit.id join memory_peer p on p.id = m.peer_id
         join memory_session se on se.id = m.session_id`,
   }, limit);
@@ -204,7 +171,8 @@ function claimSql(b: Boundary, m: Match, limit: number): Sql {
     alias: 'c', textCol: 'c.content', dateCol: 'c.valid_from', ...memoryWhere(b, 'c'),
     from: 'memory_claim c join memory_peer p on p.id = c.peer_id',
     select: `select c.id, c.content as text, c.authority, c.state, c.valid_from, c.agent_id, c.audience, c.tsv::text as tsv,
-        p.label as peer, se.label as session, hit.score
+        p.label as peer, se.label as session, hit.score, case when c.authority = 'correction_memory' then null else c.message_id end as link,
+        c.span_start, c.span_end
       from hit join memory_claim c on c.id = hit.id join memory_peer p on p.id = c.peer_id
         left join memory_session se on se.id = c.session_id`,
   }, limit);
@@ -214,10 +182,10 @@ type Row = Record<string, unknown> & { id: string; text: string; tsv: string | n
 const iso = (d: unknown) => new Date(d as string).toISOString();
 const normHash = (t: string) => createHash('sha256').update(t.normalize('NFC').replace(/\s+/g, ' ').trim()).digest('hex');
 
-function toRecord(r: Row, via: Via, keep?: ReadonlySet<string>): Candidate {
+function toRecord(r: Row, via: Via): Candidate {
   return {
     ref: { table: 'record', id: r.id }, kind: r.kind as EvidenceKind, text: r.text, contentHash: r.content_hash as string,
-    vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.dated as string), authority: null,
+    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.dated as string), authority: null,
     origin: {
       type: 'source', sourceId: r.source_id as string, title: (r.title as string) ?? null, url: (r.url as string) ?? null,
       filename: (r.filename as string) ?? null, datedAt: (r.dated_at as string) ?? null,
@@ -227,45 +195,32 @@ function toRecord(r: Row, via: Via, keep?: ReadonlySet<string>): Candidate {
   };
 }
 
-function toMessage(r: Row, via: Via, keep?: ReadonlySet<string>): Candidate {
+function toMessage(r: Row, via: Via): Candidate {
   return {
     ref: { table: 'message', id: r.id }, kind: 'message', text: r.text, contentHash: r.content_hash as string,
-    vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.created_at as string), authority: null,
+    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.created_at as string), authority: null,
     origin: {
-      type: 'message', peer: r.peer as string, session: r.session as string, role: r.role as string,
+      type: 'message', messageId: r.id, peer: r.peer as string, session: r.session as string, role: r.role as string,
       agentId: (r.agent_id as string) ?? null, eventId: r.event_id as string, position: Number(r.position),
       createdAt: iso(r.created_at), audience: (r.audience as string) ?? null,
     },
+    sessionId: r.session_id as string,
   };
 }
 
-function toClaim(r: Row, via: Via, keep?: ReadonlySet<string>): Candidate {
+function toClaim(r: Row, via: Via): Candidate {
   return {
     ref: { table: 'claim', id: r.id }, kind: 'claim', text: r.text, contentHash: normHash(r.text),
-    vector: parseTsVector(r.tsv, keep), firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
+    vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
     origin: {
       type: 'claim', claimId: r.id, peer: r.peer as string, session: (r.session as string) ?? null, authority: r.authority as string,
       state: r.state as string, validFrom: iso(r.valid_from), agentId: (r.agent_id as string) ?? null, audience: (r.audience as string) ?? null,
     },
+    ...(r.link ? { link: r.link as string, span: { start: Number(r.span_start ?? 0), end: Number(r.span_end ?? 0) } } : {}),
   };
 }
 
 export type Tables = { records: boolean; messages: boolean; claims: boolean };
-
-/**
- * Completes the vectors of records ranked in memory from what the index knows: the query lexemes each
- * holds, without positions or length (what ranking without positions, the efficient preset, and the
- * matched-terms report use), or the length of a vector fetched with the query's lexemes only.
- */
-function completeVectors(m: Extract<Match, { type: 'scored' }>, cands: Candidate[], keep?: ReadonlySet<string>): void {
-  if (!m.lexemes && !m.lengths) return;
-  const at = new Map(m.ids.map((id, i) => [id, i]));
-  for (const c of cands) {
-    const i = at.get(c.ref.id)!;
-    if (m.lexemes) c.vector = { positions: new Map(m.lexemes[i]!.filter((l) => !keep || keep.has(l)).map((l) => [l, []])), length: 0 };
-    else c.vector.length = m.lengths![i]!;
-  }
-}
 
 /**
  * The records of a by-ctid fetch that were not where the index saw them (moved by VACUUM FULL or
@@ -274,33 +229,24 @@ function completeVectors(m: Extract<Match, { type: 'scored' }>, cands: Candidate
 async function movedRecords(em: EntityManager, b: Boundary, m: Extract<Match, { type: 'scored' }>, found: Row[], limit: number): Promise<Row[]> {
   const have = new Set(found.map((r) => r.id));
   const at = m.ids.flatMap((id, i) => (have.has(id) ? [] : [i]));
-  // The same statement by id: the same vector form (lexemes, keep), the missing ids and their scores.
+  // The same statement by id: the same vector form, the missing ids and their scores.
   const { tids: _, ...byId } = m;
   const sql = recordSql(b, { ...byId, ids: at.map((i) => m.ids[i]!), scores: at.map((i) => m.scores[i]!) }, limit);
   return prepared<Row>(em, sql.text, sql.params);
 }
 
-/**
- * Candidates from every table the boundary includes, fetched concurrently. `keep`: the lexemes whose
- * positions the vectors need (the query's; ranking looks at no others), all when omitted.
- */
-export async function fetchCandidates(
-  em: EntityManager, b: Boundary, m: Match, limit: number, tables?: Partial<Tables>, keep?: Promise<ReadonlySet<string>>,
-): Promise<Candidate[]> {
+/** Candidates from every table the boundary includes, fetched concurrently. */
+export async function fetchCandidates(em: EntityManager, b: Boundary, m: Match, limit: number, tables?: Partial<Tables>): Promise<Candidate[]> {
   const want: Tables = { records: b.includeSources, messages: b.includeMemory, claims: b.includeMemory, ...tables };
   const jobs: Promise<Candidate[]>[] = [];
-  // Records ranked in memory were found by full text, as the SQL path finds them.
+  // Records ranked by an index were found by full text, as the SQL path finds them.
   const via: Via = m.type === 'scored' ? 'fts' : m.type;
-  // The hot path's statement here (records ranked in memory) takes a few forms and is prepared; the
-  // memory tables' full-text candidates ride on the query's first statement (memoryColumns), and the
+  // The hot path's statements (documents a ranking named) take a few forms and are prepared; the
   // other statements are occasional.
-  const run = (sql: Sql, map: (r: Row, via: Via, keep?: ReadonlySet<string>) => Candidate) =>
-    (m.type === 'scored' ? prepared<Row> : bound<Row>)(em, sql.text, sql.params).then(async (rows) => {
+  const run = (sql: Sql, map: (r: Row, via: Via) => Candidate) =>
+    (m.type === 'scored' || m.type === 'ids' ? prepared<Row> : bound<Row>)(em, sql.text, sql.params).then(async (rows) => {
       if (m.type === 'scored' && m.tids && rows.length < m.ids.length) rows = rows.concat(await movedRecords(em, b, m, rows, limit));
-      const k = await keep;
-      const out = rows.map((r) => map(r, via, k));
-      if (m.type === 'scored') completeVectors(m, out, k);
-      return out;
+      return rows.map((r) => map(r, via));
     });
   if (want.records && b.includeSources) jobs.push(run(recordSql(b, m, limit), toRecord));
   if (want.messages && b.includeMemory) jobs.push(run(messageSql(b, m, limit), toMessage));
@@ -308,27 +254,20 @@ export async function fetchCandidates(
   return (await Promise.all(jobs)).flat();
 }
 
-/**
- * The memory tables' full-text candidates as json columns (`memory_messages`, `memory_claims`) to add
- * to another statement's select list, so the query's first statement also brings them: one round trip
- * and one pooled connection instead of three. `read` maps the statement's row as fetchCandidates maps
- * its own rows (json keeps the column names; timestamps arrive as ISO strings).
- */
-export function memoryColumns(b: Boundary, m: Extract<Match, { type: 'fts' }>, limit: number): {
-  columns: string; params: unknown[]; read: (row: Record<string, unknown>, keep?: ReadonlySet<string>) => Candidate[];
-} {
-  if (!b.includeMemory) return { columns: 'null::json as memory_messages, null::json as memory_claims', params: [], read: () => [] };
-  const msg = messageSql(b, m, limit);
-  const claim = claimSql(b, m, limit);
-  const agg = (sql: Sql, name: string) => `(select coalesce(json_agg(x), '[]'::json) from (${sql.text}) x) as ${name}`;
-  return {
-    columns: `${agg(msg, 'memory_messages')}, ${agg(claim, 'memory_claims')}`,
-    params: [...msg.params, ...claim.params],
-    read: (row, keep) => [
-      ...((row.memory_messages as Row[] | null) ?? []).map((r) => toMessage(r, 'fts', keep)),
-      ...((row.memory_claims as Row[] | null) ?? []).map((r) => toClaim(r, 'fts', keep)),
-    ],
-  };
+/** The documents a ranking named (and the messages supporting its claims), by id, inside the boundary. */
+export async function fetchHits(em: EntityManager, b: Boundary, hits: Hit[]): Promise<Map<string, Candidate>> {
+  const records = hits.filter((h) => h.kind === RECORD);
+  const messages = [...new Set(hits.flatMap((h) => [...(h.kind === MESSAGE ? [h.id] : []), ...(h.support ? [h.support] : [])]))];
+  const claims = hits.filter((h) => h.kind === CLAIM).map((h) => h.id);
+  const tids = records.every((h) => h.tid) ? { tids: records.map((h) => h.tid!) } : {};
+  const found = await Promise.all([
+    records.length
+      ? fetchCandidates(em, b, { type: 'scored', ids: records.map((h) => h.id), scores: records.map((h) => h.score), ...tids }, records.length, { messages: false, claims: false })
+      : [],
+    messages.length ? fetchCandidates(em, b, { type: 'ids', ids: messages }, messages.length, { records: false, claims: false }) : [],
+    claims.length ? fetchCandidates(em, b, { type: 'ids', ids: claims }, claims.length, { records: false, messages: false }) : [],
+  ]);
+  return new Map(found.flat().map((c) => [c.ref.id, c]));
 }
 
 /** The one candidate a citation names, if it is still inside the boundary. */
@@ -337,4 +276,113 @@ export async function fetchCited(em: EntityManager, b: Boundary, ref: CitedRef):
   const tables: Tables = { records: ref.table === 'record', messages: ref.table === 'message', claims: ref.table === 'claim' };
   const [found] = await fetchCandidates(em, b, m, 1, tables);
   return found ?? null;
+}
+
+// Without an in-memory index ---------------------------------------------------------------------
+
+/**
+ * The messages within NEIGHBOURS turns of the given ones in their sessions (conversation order:
+ * created_at, event, position), inside the boundary: what adjacency needs of a message's context.
+ */
+async function neighbours(em: EntityManager, b: Boundary, of: Candidate[]): Promise<Candidate[]> {
+  if (!of.length) return [];
+  const { where, params } = memoryWhere(b, 'm');
+  const side = (cmp: '<' | '>', dir: 'desc' | 'asc') => `(select m.id from memory_message m join memory_peer p on p.id = m.peer_id
+       where m.session_id = x.session_id and (m.created_at, m.event_id, m.position) ${cmp} (x.created_at, x.event_id, x.position)
+         and ${where.join(' and ')}
+       order by m.created_at ${dir}, m.event_id ${dir}, m.position ${dir} limit ${NEIGHBOURS})`;
+  const have = new Set(of.map((c) => c.ref.id));
+  const rows = await bound<{ id: string }>(em, `select distinct n.id from memory_message x
+      cross join lateral (${side('<', 'desc')} union all ${side('>', 'asc')}) n
+     where x.id = any(?::uuid[])`, [...params, ...params, of.map((c) => c.ref.id)]);
+  const ids = rows.map((r) => r.id).filter((id) => !have.has(id));
+  return ids.length ? fetchCandidates(em, b, { type: 'ids', ids }, ids.length, { records: false, claims: false }) : [];
+}
+
+/** Near spellings looked up per word: enough for a name's spellings, few enough for one index probe each. */
+const NEAR_WORDS = 5;
+
+/**
+ * Lexemes of the account spelt like each word (pg_trgm's word similarity at its default threshold),
+ * with their similarity: words of its sources from its lexicon (migration 0015, stemmed here as the
+ * index stems them) and lexemes of messages whose text holds a near spelling (their trigram index).
+ * They only correct the query; what is returned is always found by searching, inside the boundary.
+ */
+export async function nearSpellings(em: EntityManager, accountId: string, words: string[]): Promise<Map<string, { lexeme: string; similarity: number }[]>> {
+  const rows = await bound<{ word: string; lexeme: string; similarity: number }>(em, `
+    select t.word, n.lexeme, max(n.sim)::float8 as similarity from unnest(?::text[]) t(word)
+    cross join lateral (
+      (select x.lexeme, word_similarity(t.word, l.word) as sim
+         from (select l.word from record_lexicon l where l.account_id = ? and t.word <% l.word
+                order by word_similarity(t.word, l.word) desc limit ${NEAR_WORDS}) l
+         cross join lateral unnest(tsvector_to_array(to_tsvector('english', l.word))) x(lexeme))
+      union all
+      (select x.lexeme, similarity(t.word, x.lexeme)
+         from (select m.tsv from memory_message m where m.account_id = ? and m.available and t.word <% m.content limit 20) m
+         cross join lateral unnest(tsvector_to_array(m.tsv)) x(lexeme)
+        where similarity(t.word, x.lexeme) >= 0.4
+        order by 2 desc limit ${NEAR_WORDS})) n
+    group by t.word, n.lexeme`, [words, accountId, accountId]);
+  const out = new Map<string, { lexeme: string; similarity: number }[]>();
+  for (const r of rows) out.set(r.word, [...(out.get(r.word) ?? []), { lexeme: r.lexeme, similarity: Number(r.similarity) }]);
+  return out;
+}
+
+/**
+ * PostgreSQL's candidates for a query when no in-memory index is current: the best `limit` of each table
+ * by its first stage (whole vectors: ranking needs every matching lexeme's frequency and the length),
+ * with the neighbours of the messages among them.
+ */
+export async function fallbackCandidates(
+  em: EntityManager, b: Boundary, words: QueryWord[], ws: string[], limit: number, adjacency: boolean,
+): Promise<Candidate[]> {
+  // The impact index takes the words (it stems them as the index did); the memory tables, an OR of the
+  // lexemes as a tsquery literal (already stemmed), prefix where asked.
+  const match: Match = {
+    type: 'fts', words: ws, prefix: words.map((w) => w.some((t) => t.prefix)),
+    tsquery: words.flat().map((t) => `'${t.lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'${t.prefix ? ':*' : ''}`).join(' | '),
+  };
+  const cands = await fetchCandidates(em, b, match, limit);
+  return adjacency ? cands.concat(await neighbours(em, b, cands.filter((c) => c.kind === 'message'))) : cands;
+}
+
+/** A candidate as a document of an index built from candidates. */
+export function candidateDoc(c: Candidate): RecordDoc | MessageDoc | ClaimDoc {
+  const lexemes = [...c.vector.positions.keys()];
+  const terms = { lexemes, tfs: lexemes.map((l) => Math.max(1, c.vector.positions.get(l)!.length)), length: c.vector.length };
+  const o = c.origin;
+  if (o.type === 'source') return { id: c.ref.id, sourceId: o.sourceId, audience: o.audience, ...terms };
+  if (o.type === 'message') {
+    return { id: c.ref.id, sessionId: c.sessionId!, peerId: o.peer, audience: o.audience, agentId: o.agentId, at: Date.parse(o.createdAt), eventId: o.eventId, position: o.position, ...terms };
+  }
+  return { id: c.ref.id, sessionId: o.session, peerId: o.peer, audience: o.audience, agentId: o.agentId, messageId: c.link ?? null, ...terms };
+}
+
+/**
+ * The account's statistics as the in-memory index counts them (bm25.ts): searchable documents and their
+ * lengths per kind (active sources' totals, memory_index_version's), and the document frequencies of
+ * `lexemes`, in one statement.
+ */
+export async function fallbackStatistics(em: EntityManager, accountId: string, lexemes: string[]): Promise<Statistics> {
+  const [row] = await bound<{ records: string; record_length: string; messages: string; message_length: string; claims: string; claim_length: string; df: Record<string, number> | null }>(em,
+    `select coalesce(s.n, 0)::text as records, coalesce(s.len, 0)::text as record_length,
+            coalesce(v.messages, 0)::text as messages, coalesce(v.message_length, 0)::text as message_length,
+            coalesce(v.claims, 0)::text as claims, coalesce(v.claim_length, 0)::text as claim_length,
+            (select json_object_agg(l.lex,
+               coalesce((select sum(cardinality(t.record_ids)) from record_term t join source so on so.id = t.source_id and so.status = 'active'
+                          where t.account_id = ? and t.lexeme = l.lex collate "C"), 0)
+               + (select count(*) from memory_message m where m.account_id = ? and m.available and m.tsv @@ quote_literal(l.lex)::tsquery)
+               + (select count(*) from memory_claim c where c.account_id = ? and c.state = 'current' and c.eligibility = 'eligible'
+                     and c.tsv @@ quote_literal(l.lex)::tsquery))
+               from unnest(?::text[]) l(lex)) as df
+       from (select sum(record_count) as n, sum(record_length) as len from source where account_id = ? and status = 'active') s
+       left join memory_index_version v on v.account_id = ?`,
+    [accountId, accountId, accountId, lexemes, accountId, accountId],
+  );
+  const df = row?.df ?? {};
+  return {
+    docs: [Number(row?.records ?? 0), Number(row?.messages ?? 0), Number(row?.claims ?? 0)],
+    length: [Number(row?.record_length ?? 0), Number(row?.message_length ?? 0), Number(row?.claim_length ?? 0)],
+    df: (l) => Number(df[l] ?? 0),
+  };
 }

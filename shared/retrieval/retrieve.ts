@@ -1,35 +1,52 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound, prepared } from '../db/sql.ts';
+import { prepared } from '../db/sql.ts';
+import { AccountIndex, type Filter, type Hit, type QueryWord, type SearchResult } from './account-index.ts';
+import { CLAIM, MESSAGE, RECORD } from './bm25.ts';
 import type { Boundary } from './boundary.ts';
-import { fetchCandidates, memoryColumns, type Candidate, type Match, type Tables } from './candidates.ts';
-import { rank, type QueryTerms, type Scored, type Stats, type Strategy } from './ranking.ts';
-import { INDEX_VERSION_SQL, type IndexTerm, type TermIndex } from './term-index.ts';
-import { isStopWord, parseTsVector, words } from './text.ts';
+import { candidateDoc, fallbackCandidates, fallbackStatistics, fetchCandidates, fetchHits, nearSpellings, type Candidate } from './candidates.ts';
+import { rank, type Ranked, type Scored, type Strategy } from './ranking.ts';
+import { MEMORY_VERSION_SQL, RECORD_VERSION_SQL, type SearchIndex } from './search-index.ts';
+import { isStopWord, words } from './text.ts';
 
 /**
- * Retrieval, run once per query whatever the mode: candidates from every table the boundary includes,
- * re-ranked by the preset's strategy.
+ * Retrieval, run once per query whatever the mode: every searchable document of the boundary (source
+ * records, memory messages and claims) ranked by BM25 with the account's statistics, messages helped by
+ * their neighbours in the conversation, a claim and its message as one piece of evidence (bm25.ts,
+ * account-index.ts). The API's in-memory copy of the account's index ranks when it is current
+ * (search-index.ts); otherwise PostgreSQL finds the best candidates of each table and the same code
+ * ranks them with statistics PostgreSQL counts.
  *
- * - efficient: one pass, few candidates, PostgreSQL's ts_rank with the priors.
- * - accuracy: more candidates, prefix expansion of the query terms, BM25 with proximity and phrase
- *   order, idf-weighted coverage, and a trigram pass for query words that matched nothing (typos,
- *   partial names).
- * - bm25 (benchmark baseline only): plain BM25 over the full-text candidates, nothing else.
+ * - efficient: the query's words as they are; the best evidence as ranked, with the priors.
+ * - accuracy: words of five or more letters also match as prefixes; a name that matched nothing is
+ *   searched by its near spellings in the account (misspelt names); with an embeddings
+ *   provider, the documents nearest the question in meaning are fused in (reciprocal rank fusion); more
+ *   candidates come back from PostgreSQL.
+ * - bm25 (benchmark baseline only): BM25 alone, without neighbours, expansion or priors.
  */
 
-export const PLANS: Record<Strategy, { candidates: number; expand: boolean; trigram: boolean }> = {
-  efficient: { candidates: 30, expand: false, trigram: false },
-  accuracy: { candidates: 120, expand: true, trigram: true },
-  bm25: { candidates: 120, expand: false, trigram: false },
+export type Plan = { candidates: number; expand: boolean; spelling: boolean; adjacency: boolean; semantic: boolean };
+export const PLANS: Record<Strategy, Plan> = {
+  efficient: { candidates: 30, expand: false, spelling: false, adjacency: true, semantic: false },
+  accuracy: { candidates: 120, expand: true, spelling: true, adjacency: true, semantic: true },
+  bm25: { candidates: 120, expand: false, spelling: false, adjacency: false, semantic: false },
 };
 
 export const EVIDENCE_LIMIT = 10;
-const DF_CAP = 1000;
+/** Hits fetched from PostgreSQL after ranking: the evidence, and room for identical content kept once. */
+const FETCH_LIMIT = 2 * EVIDENCE_LIMIT;
 const MAX_QUERY_WORDS = 24;
+/** Misspelt names looked up per query. */
+const MAX_MISSPELT = 2;
+const KIND = { record: RECORD, message: MESSAGE, claim: CLAIM } as const;
 
 export type Retrieval = {
   ranked: Scored[];
-  terms: QueryTerms;
+  /**
+   * The semantic side (embeddings, accuracy only): `used`; `unavailable` when configured but the query
+   * could not be embedded or the account's index was not in memory (ranked lexically); `off`.
+   */
+  semantic: 'used' | 'unavailable' | 'off';
+  /** Documents scored (the copy's hits, or PostgreSQL's candidates). */
   candidates: number;
   matchedTerms: string[];
   unmatchedTerms: string[];
@@ -44,134 +61,75 @@ export function queryWords(text: string): string[] {
 /** Whether a query word is matched as a prefix (accuracy's expansion: words of 5+ letters, no digits). */
 const asPrefix = (w: string, expand: boolean) => expand && w.length >= 5 && !/\d/.test(w);
 
-export function orQuery(ws: string[], expand: boolean): string {
-  return ws.map((w) => (asPrefix(w, expand) ? `${w}:*` : w)).join(' | ');
-}
-
-type Analyzed = QueryTerms & {
-  /** For the in-memory index: the account's record_index_version and each query word's lexemes. */
-  version: string;
-  wordLexemes: string[][];
-  /** The query's lexemes as a set: the positions every candidate's vector keeps. */
-  keep: ReadonlySet<string>;
-  /** The memory tables' candidates (messages and claims), fetched by the same statement. */
-  memory: Candidate[];
-};
-
-/** Source records only: the memory tables come with the query's first statement. */
-const RECORDS_ONLY: Partial<Tables> = { records: true, messages: false, claims: false };
+/** `words`: the query words that have lexemes, as index terms; `text`: those words as written. */
+type Analyzed = { lexemes: string[]; versions: { records: number; memory: number }; words: QueryWord[]; text: string[] };
 
 /**
  * What a query's retrieval reads first, as columns of one select list (`columns` and its `params`):
- * its lexemes, the account's index version, each word's lexemes, and the full-text candidates of the
- * memory tables (small tables: their ranking needs no other input). The query route selects them in
- * its operation claim's statement (shared/query/operations.ts), sparing a round trip; otherwise
- * retrieve() selects them on their own. Null when the query has no words to search for.
+ * the account's index versions and each query word's lexemes. The query route selects them in its
+ * operation claim's statement (shared/query/operations.ts), sparing a round trip; otherwise retrieve()
+ * selects them on their own. Null when the query has no words to search for.
  */
-export type Analysis = {
-  columns: string; params: unknown[]; read(row: Record<string, unknown>): Analyzed;
-  /** The query's words and its full-text match. */
-  ws: string[]; match: Extract<Match, { type: 'fts' }>;
-};
+export type Analysis = { columns: string; params: unknown[]; read(row: Record<string, unknown>): Analyzed };
 
-export function analysis(boundary: Boundary, query: string | undefined, strategy: Strategy, recordsOnly?: boolean): Analysis | null {
+export function analysis(boundary: Boundary, query: string | undefined, strategy: Strategy, plan = PLANS[strategy]): Analysis | null {
   const ws = query ? queryWords(query) : [];
   if (!query || ws.length === 0) return null;
-  const { expand, candidates } = PLANS[strategy];
-  const match: Analysis['match'] = { type: 'fts', tsquery: orQuery(ws, expand), words: ws, prefix: ws.map((w) => asPrefix(w, expand)) };
-  const mem = recordsOnly ? null : memoryColumns(boundary, match, candidates);
   return {
-    ws, match,
-    columns: `to_tsvector('english', ?)::text as qv,
-            ${INDEX_VERSION_SQL} as version,
+    columns: `${RECORD_VERSION_SQL} as record_version, ${MEMORY_VERSION_SQL} as memory_version,
             (select json_agg(tsvector_to_array(to_tsvector('english', w.word)) order by w.n)
-               from unnest(?::text[]) with ordinality w(word, n)) as wl${mem ? `, ${mem.columns}` : ''}`,
-    params: [query, boundary.accountId, ws, ...(mem?.params ?? [])],
+               from unnest(?::text[]) with ordinality w(word, n)) as wl`,
+    params: [boundary.accountId, boundary.accountId, ws],
     read(row) {
-      const v = parseTsVector((row.qv as string | undefined) ?? null);
-      const lexemes = [...v.positions.entries()].sort((a, b) => Math.min(...a[1]) - Math.min(...b[1])).map(([l]) => l);
-      const keep = new Set(lexemes);
+      const wl = (row.wl as string[][] | null) ?? [];
+      const searched = ws.flatMap((w, i) => (wl[i]?.length ? [{ text: w, terms: wl[i]!.map((lexeme) => ({ lexeme, prefix: asPrefix(w, plan.expand) })) }] : []));
       return {
-        lexemes, positions: v.positions, version: (row.version as string | undefined) ?? '', wordLexemes: (row.wl as string[][] | null) ?? [], keep,
-        memory: mem ? mem.read(row, keep) : [],
+        lexemes: [...new Set(searched.flatMap((w) => w.terms.map((t) => t.lexeme)))],
+        versions: { records: Number(row.record_version ?? 0), memory: Number(row.memory_version ?? 0) },
+        words: searched.map((w) => w.terms),
+        text: searched.map((w) => w.text),
       };
     },
   };
 }
 
-/** The analysis on its own: the query's first statement when nothing selected it before. */
-async function analyze(em: EntityManager, a: Analysis): Promise<Analyzed> {
-  const [row] = await prepared<Record<string, unknown>>(em, `select ${a.columns}`, a.params);
-  return a.read(row ?? {});
-}
+export const filterOf = (b: Boundary): Filter => ({
+  records: b.includeSources,
+  memory: b.includeMemory,
+  audiences: b.audiences ? new Set(b.audiences) : null,
+  sourceIds: b.sourceIds ? new Set(b.sourceIds) : null,
+  peerIds: b.peerIds ? new Set(b.peerIds) : null,
+  sessionIds: b.sessionIds ? new Set(b.sessionIds) : null,
+  agentId: b.agentId,
+});
+
+const EVERYTHING: Filter = { records: true, memory: true, audiences: null, sourceIds: null, peerIds: null, sessionIds: null, agentId: null };
+
+
+type Searched = { found: SearchResult; scored: number; candidate: (id: string) => Candidate | undefined };
 
 /**
- * Source-record candidates ranked by the in-memory index when this process holds the account's
- * current copy, else by PostgreSQL (the copy's refresh then starts in the background).
+ * The hits of PostgreSQL's candidates: the best of each table by its first stage and the neighbours of
+ * the messages among them, indexed and ranked by the same code as the copy, with the account's
+ * statistics counted by PostgreSQL.
  */
-async function indexedRecords(
-  em: EntityManager, index: TermIndex, b: Boundary, match: Extract<Match, { type: 'fts' }>, limit: number,
-  analyzed: Promise<Analyzed>, keep: Promise<ReadonlySet<string>>, positions: boolean,
-): Promise<Candidate[]> {
-  const a = await analyzed;
-  const terms: IndexTerm[] = match.words.flatMap((_, i) => (a.wordLexemes[i] ?? []).map((lexeme) => ({ lexeme, prefix: match.prefix[i]! })));
-  // Without positions to rank by, the copy also says which query lexemes each record holds, and the
-  // records' tsvectors need not be fetched.
-  const top = index.top(b, a.version, terms, limit, positions ? {} : { report: a.lexemes });
-  if (!top) return fetchCandidates(em, b, match, limit, RECORDS_ONLY, keep);
-  if (!top.ids.length) return [];
-  // Ranking by positions needs only the query lexemes' positions and each record's length.
-  const vectors = positions ? { keep: a.lexemes, lengths: top.lengths } : { lexemes: top.lexemes };
-  return fetchCandidates(em, b, { type: 'scored', ids: top.ids, scores: top.scores, tids: top.tids, ...vectors }, limit, RECORDS_ONLY, keep);
+async function fallback(em: EntityManager, b: Boundary, a: Analyzed, ws: QueryWord[], plan: Plan): Promise<Searched> {
+  const cands = await fallbackCandidates(em, b, ws, a.text, plan.candidates, plan.adjacency);
+  const byId = new Map(cands.map((c) => [c.ref.id, c]));
+  const index = new AccountIndex();
+  index.add(cands.map((c) => ({ kind: KIND[c.ref.table], doc: candidateDoc(c) })));
+  const stats = await fallbackStatistics(em, b.accountId, index.coveredLexemes(ws));
+  // The candidates are inside the boundary already (their statements applied it).
+  const opts = { limit: FETCH_LIMIT, adjacency: plan.adjacency, stats };
+  const found = index.search(EVERYTHING, ws, opts);
+  return { found, scored: cands.length, candidate: (id) => byId.get(id) };
 }
 
-// Document frequencies change slowly and only steer ranking (never what is authorized), so each API
-// process keeps them for a minute instead of counting them on every query.
-const STATS_TTL_MS = 60_000;
-const STATS_MAX_ENTRIES = 20_000;
-const dfCache = new Map<string, { df: number; at: number }>();
-let corpusSize: { n: number; at: number } | null = null;
-
-async function statistics(em: EntityManager, accountId: string, lexemes: string[]): Promise<Stats> {
-  const now = Date.now();
-  const df = new Map<string, number>();
-  const missing: string[] = [];
-  const sizeCached = corpusSize !== null && now - corpusSize.at < STATS_TTL_MS;
-  for (const l of lexemes) {
-    const hit = dfCache.get(`${accountId}:${l}`);
-    if (hit && now - hit.at < STATS_TTL_MS) df.set(l, hit.df);
-    else missing.push(l);
-  }
-  const [counts, size] = await Promise.all([
-    missing.length
-      ? bound<{ lex: string; df: number }>(
-          em,
-          // From the impact index: one row per batch of records holding the lexeme, not one per record.
-          `select l.lex, coalesce((select least(sum(cardinality(t.record_ids)), ${DF_CAP}) from record_term t
-              where t.account_id = ? and t.lexeme = l.lex collate "C"), 0)::int as df
-             from unnest(?::text[]) l(lex)`,
-          [accountId, missing],
-        )
-      : Promise.resolve([]),
-    // The planner's row estimate: an approximate corpus size is enough for idf, and costs no scan.
-    sizeCached
-      ? Promise.resolve([{ n: corpusSize!.n }])
-      : bound<{ n: number }>(em, "select greatest(reltuples, 0)::bigint as n from pg_class where relname = 'record'", []),
-  ]);
-  if (dfCache.size > STATS_MAX_ENTRIES) dfCache.clear();
-  for (const c of counts) {
-    df.set(c.lex, Number(c.df));
-    dfCache.set(`${accountId}:${c.lex}`, { df: Number(c.df), at: now });
-  }
-  const n = Number(size[0]?.n ?? 0);
-  if (!sizeCached) corpusSize = { n, at: now };
-  const docs = Math.max(n, DF_CAP * 2, ...[...df.values()].map((d) => d * 2));
-  return { docs, df, avgLength: 0 };
-}
-
-function withAverageLength(stats: Stats, cands: Candidate[]): Stats {
-  const lengths = cands.map((c) => c.vector.length);
-  return { ...stats, avgLength: lengths.length ? lengths.reduce((a, b) => a + b, 0) / lengths.length : 1 };
+/** The hits of the in-memory copy, fetched from PostgreSQL (the boundary applied again there). */
+async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, ws: QueryWord[], plan: Plan, semantic?: Float32Array): Promise<Searched> {
+  const found = index.search(filterOf(b), ws, { limit: FETCH_LIMIT, adjacency: plan.adjacency, ...(semantic ? { semantic } : {}) });
+  const fetched = await fetchHits(em, b, found.hits);
+  return { found, scored: found.hits.length, candidate: (id) => fetched.get(id) };
 }
 
 export async function retrieve(
@@ -179,58 +137,54 @@ export async function retrieve(
   boundary: Boundary,
   query: string | undefined,
   strategy: Strategy,
-  /** `analyzed`: an analysis(boundary, query, strategy) and the row of a statement that selected its columns. */
-  opts: { recordsOnly?: boolean; index?: TermIndex; analyzed?: { analysis: Analysis; row: Record<string, unknown> } } = {},
+  /**
+   * `analyzed`: an analysis(boundary, query, strategy) and the row of a statement that selected its
+   * columns. `plan`: another plan than the strategy's (the recall benchmark's ablation).
+   */
+  opts: { index?: SearchIndex; analyzed?: { analysis: Analysis; row: Record<string, unknown> }; plan?: Plan } = {},
 ): Promise<Retrieval> {
   const started = performance.now();
-  const tables = opts.recordsOnly ? { messages: false, claims: false } : undefined;
-  const plan = PLANS[strategy];
-  const reading = opts.analyzed?.analysis ?? analysis(boundary, query, strategy, opts.recordsOnly);
+  const plan = opts.plan ?? PLANS[strategy];
+  const reading = opts.analyzed?.analysis ?? analysis(boundary, query, strategy, plan);
   if (!query || !reading) {
     // Scoped context without a query (or a query of stop words only): the most recent content in scope.
-    const cands = query ? [] : await fetchCandidates(em, boundary, { type: 'recent' }, plan.candidates, tables);
-    const terms = { lexemes: [], positions: new Map() };
-    const ranked = rank(cands, terms, { docs: 1, df: new Map(), avgLength: 1 }, 'efficient');
-    return { ranked, terms, candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
+    const cands = query ? [] : await fetchCandidates(em, boundary, { type: 'recent' }, plan.candidates);
+    const ranked = rank(cands.map((c) => ({ cand: c, score: 1 })), strategy);
+    return { ranked, semantic: 'off', candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
   }
-  const { ws, match } = reading;
-  const needStats = strategy !== 'efficient';
-  // Messages and claims come with the first statement; source records after it (ranked in memory) or
-  // beside it (ranked by PostgreSQL).
-  const analyzed = opts.analyzed ? Promise.resolve(reading.read(opts.analyzed.row)) : analyze(em, reading);
-  const keep = analyzed.then((a) => a.keep);
-  const candidates = Promise.all([
-    analyzed.then((a) => a.memory),
-    opts.index && boundary.includeSources
-      ? indexedRecords(em, opts.index, boundary, match, plan.candidates, analyzed, keep, strategy !== 'efficient')
-      : fetchCandidates(em, boundary, match, plan.candidates, RECORDS_ONLY, keep),
-  ]).then((parts) => parts.flat());
-  const [terms, first, stats0] = await Promise.all([
-    analyzed,
-    candidates,
-    needStats ? analyzed.then((t) => statistics(em, boundary.accountId, t.lexemes)) : Promise.resolve(null),
-  ]);
-  let cands = first;
-  const present = new Set<string>();
-  for (const c of cands) for (const l of c.vector.positions.keys()) present.add(l);
-  const unmatched = terms.lexemes.filter((l) => !present.has(l));
-  if (plan.trigram && unmatched.length) {
-    // Name-like words (capitalised or with digits in the query) whose lexeme matched nothing: look for
-    // near spellings (misspelt names, identifiers) by trigram word similarity.
-    const nameLike = new Set(words(query.replace(/\b[\p{Ll}][\p{Ll}]*\b/gu, ' ')).concat(ws.filter((w) => /\d/.test(w))));
-    const fuzzy = ws
-      .filter((w) => w.length >= 4 && nameLike.has(w) && unmatched.some((l) => w.startsWith(l) || l.startsWith(w)))
-      .slice(0, 2);
-    const extra = await Promise.all(fuzzy.map((term) => fetchCandidates(em, boundary, { type: 'trgm', term }, 20, tables, keep)));
-    cands = cands.concat(extra.flat());
+  const row = opts.analyzed?.row ?? (await prepared<Record<string, unknown>>(em, `select ${reading.columns}`, reading.params))[0] ?? {};
+  const a = reading.read(row);
+  // The question is embedded while the copy is checked (accuracy, with an embeddings provider).
+  const embedder = plan.semantic ? opts.index?.embedder : null;
+  const vector = embedder ? embedder.embed([query]).then(([v]) => v, () => undefined) : Promise.resolve(undefined);
+  const copy = opts.index ? await opts.index.current(boundary.accountId, a.versions) : null;
+  const semantic = copy ? await vector : undefined;
+  const search = (ws: QueryWord[]) => (copy ? fromCopy(em, boundary, copy, ws, plan, semantic) : fallback(em, boundary, a, ws, plan));
+  let result = await search(a.words);
+  const matched = new Set(a.words.flatMap((w, i) => w.filter((_, j) => result.found.matched[i]![j]).map((t) => t.lexeme)));
+  const unmatched = a.lexemes.filter((l) => !matched.has(l));
+  if (plan.spelling && unmatched.length) {
+    // Names (capitalised in the query, or with digits) that matched nothing are searched again by their
+    // near spellings in the account, each counting as much as it is similar.
+    const nameLike = new Set(words(query.replace(/\b[\p{Ll}][\p{Ll}]*\b/gu, ' ')).concat(a.text.filter((w) => /\d/.test(w))));
+    const misspelt = a.text.filter((w, i) => w.length >= 4 && nameLike.has(w) && a.words[i]!.every((t) => !matched.has(t.lexeme))).slice(0, MAX_MISSPELT);
+    const near = misspelt.length ? await nearSpellings(em, boundary.accountId, misspelt) : new Map();
+    if (near.size) {
+      const corrected = a.words.map((w, i) => [...w, ...(near.get(a.text[i]!) ?? []).map((n: { lexeme: string; similarity: number }) => ({ lexeme: n.lexeme, prefix: false, weight: n.similarity }))]);
+      result = await search(corrected);
+    }
   }
-  const stats = withAverageLength(stats0 ?? { docs: 1, df: new Map(), avgLength: 1 }, cands);
-  const ranked = rank(cands, terms, stats, strategy);
+  const hits: Ranked[] = result.found.hits.flatMap((h: Hit) => {
+    const cand = result.candidate(h.id);
+    if (!cand) return []; // gone from the boundary since the copy saw it
+    const support = h.support ? result.candidate(h.support) : undefined;
+    return [{ cand, score: h.score, ...(support ? { supports: [support] } : {}) }];
+  });
   return {
-    ranked,
-    terms,
-    candidates: cands.length,
-    matchedTerms: terms.lexemes.filter((l) => present.has(l)),
+    ranked: rank(hits, strategy),
+    semantic: !embedder ? 'off' : semantic ? 'used' : 'unavailable',
+    candidates: result.scored,
+    matchedTerms: a.lexemes.filter((l) => matched.has(l)),
     unmatchedTerms: unmatched,
     ms: performance.now() - started,
   };

@@ -9,9 +9,9 @@
  */
 
 /**
- * Lateral `l(len)` of a record `r`: its length as ts_rank counts it (positions, at least one per lexeme).
- * With IMPACT, the one definition of a record's impacts: ingest's rows here and the API's in-memory
- * copy (term-index.ts) are computed by the same SQL.
+ * Lateral `l(len)` of a record `r`: its length as ts_rank counts it (positions, at least one per lexeme;
+ * cairn_tsv_length of migration 0022 computes the same). With IMPACT, the one definition of a record's
+ * impacts, which ingest writes to record_term.
  */
 export const RECORD_LENGTH = 'cross join lateral (select sum(coalesce(array_length(x.positions, 1), 1))::integer as len from unnest(r.tsv) x) l';
 /** The impact of `u`, one element of unnest(r.tsv), in its record of length `l.len`. */

@@ -1,7 +1,7 @@
 /**
  * Small, deterministic text helpers shared by ranking and answer validation: word tokens, a light
  * suffix-stripping stem (enough to match "codenames" with "codename"), stop words, and parsing of
- * PostgreSQL's tsvector text form (lexemes with positions) for BM25 and proximity scoring.
+ * PostgreSQL's tsvector text form (lexemes with positions) for ranking.
  */
 
 const STOP = new Set(
@@ -35,60 +35,34 @@ export function contentStems(text: string): string[] {
 
 export type TsVector = { positions: Map<string, number[]>; length: number };
 
-const keptLengths = new WeakMap<ReadonlySet<string>, Map<number, string[]>>();
-
-/** A `keep` set's lexemes by length, built once per set (one set serves every candidate of a query). */
-function keptByLength(keep: ReadonlySet<string>): Map<number, string[]> {
-  let m = keptLengths.get(keep);
-  if (!m) {
-    m = new Map();
-    for (const k of keep) m.set(k.length, [...(m.get(k.length) ?? []), k]);
-    keptLengths.set(keep, m);
-  }
-  return m;
-}
-
 /**
  * Parses `'lexeme':1,4A 'other':2` (the text form of a tsvector). A scanner rather than a regular
- * expression: retrieval parses every candidate's vector, and this is several times faster. With
- * `keep`, only those lexemes' positions are kept (ranking looks at the query's lexemes only) and the
- * others are only counted into the length, which saves most of the allocation.
+ * expression: retrieval parses every candidate's vector, and this is several times faster. The length
+ * counts positions, at least one per lexeme (cairn_tsv_length of migration 0022).
  */
-export function parseTsVector(text: string | null, keep?: ReadonlySet<string>): TsVector {
+export function parseTsVector(text: string | null): TsVector {
   const positions = new Map<string, number[]>();
   let length = 0;
   if (!text) return { positions, length };
-  const byLength = keep ? keptByLength(keep) : null;
   const n = text.length;
   let i = text.indexOf("'");
   while (i >= 0 && i < n) {
     // The lexeme runs to the next quote that is not doubled ('' stands for one quote).
-    let lexeme: string | null = '';
+    let lexeme = '';
     let j = i + 1;
-    const q0 = text.indexOf("'", j);
-    if (byLength && q0 >= 0 && text.charCodeAt(q0 + 1) !== 39) {
-      // The common case with `keep`: a lexeme without quotes is compared in place with the kept
-      // lexemes of its length, so the others (most of a vector) are never copied into strings.
-      lexeme = null;
-      for (const k of byLength.get(q0 - j) ?? []) if (text.startsWith(k, j)) lexeme = k;
-      j = q0 + 1;
-    } else {
-      for (;;) {
-        const q = text.indexOf("'", j);
-        if (q < 0) return { positions, length }; // unterminated: malformed, stop here
-        if (text.charCodeAt(q + 1) === 39) {
-          lexeme += text.slice(j, q + 1);
-          j = q + 2;
-          continue;
-        }
-        lexeme += text.slice(j, q);
-        j = q + 1;
-        break;
+    for (;;) {
+      const q = text.indexOf("'", j);
+      if (q < 0) return { positions, length }; // unterminated: malformed, stop here
+      if (text.charCodeAt(q + 1) === 39) {
+        lexeme += text.slice(j, q + 1);
+        j = q + 2;
+        continue;
       }
+      lexeme += text.slice(j, q);
+      j = q + 1;
+      break;
     }
-    const kept = lexeme !== null && (!keep || keep.has(lexeme));
-    const pos: number[] | null = kept ? [] : null;
-    let count = 0;
+    const pos: number[] = [];
     if (text.charCodeAt(j) === 58) {
       // `:` then positions separated by commas, each optionally followed by a weight letter A-D.
       let v = 0;
@@ -99,15 +73,15 @@ export function parseTsVector(text: string | null, keep?: ReadonlySet<string>): 
           v = v * 10 + (c - 48);
           digits = true;
         } else if (c === 44 || (c >= 65 && c <= 68)) {
-          if (digits) count = pos ? pos.push(v) : count + 1;
+          if (digits) pos.push(v);
           v = 0;
           digits = false;
         } else break;
       }
-      if (digits) count = pos ? pos.push(v) : count + 1;
+      if (digits) pos.push(v);
     }
-    if (pos) positions.set(lexeme!, pos);
-    length += Math.max(1, count);
+    positions.set(lexeme, pos);
+    length += Math.max(1, pos.length);
     i = text.indexOf("'", j);
   }
   return { positions, length };

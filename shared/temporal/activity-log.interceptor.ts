@@ -1,4 +1,4 @@
-import type { Context } from '@temporalio/activity';
+import { ApplicationFailure, type Context } from '@temporalio/activity';
 import type { ActivityInboundCallsInterceptor, ActivityInterceptors } from '@temporalio/worker';
 import type { Logger } from '../logger.ts';
 import type { WorkerMetrics } from '../ops/metrics.ts';
@@ -23,7 +23,11 @@ export function activityLogInterceptor(logger: Logger, metrics?: WorkerMetrics) 
         const started = performance.now();
         const finish = (outcome: 'completed' | 'failed', err?: unknown) => {
           const ms = performance.now() - started;
-          if (outcome === 'failed') log.warn({ err, durationMs: Math.round(ms) }, 'activity failed');
+          // A classified failure (a refused source, an HTTP 404) is an expected outcome: its type and
+          // message say it all. Anything else is logged with its stack.
+          if (outcome === 'failed' && err instanceof ApplicationFailure) {
+            log.warn({ failure: { type: err.type, message: err.message, nonRetryable: err.nonRetryable }, durationMs: Math.round(ms) }, 'activity failed');
+          } else if (outcome === 'failed') log.warn({ err, durationMs: Math.round(ms) }, 'activity failed');
           else log.info({ durationMs: Math.round(ms) }, 'activity completed');
           metrics?.activityDuration.observe({ activity: activityType, outcome }, ms / 1000);
         };

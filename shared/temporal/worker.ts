@@ -10,6 +10,7 @@ import type { ExtractionPool } from '../ingest/extraction-pool.ts';
 import type { Logger } from '../logger.ts';
 import { startMemoryDispatcher, type DispatcherOptions } from '../memory/dispatcher.ts';
 import type { OpenAiDeriverConfig } from '../memory/openai-deriver.ts';
+import { createEmbedder, type EmbeddingsConfig } from '../retrieval/embeddings.ts';
 import type { WorkerMetrics } from '../ops/metrics.ts';
 import { activityLogInterceptor } from './activity-log.interceptor.ts';
 import { installTemporalRuntime, temporalLoggerFromPino } from './logging.ts';
@@ -49,6 +50,8 @@ export type WorkerDeps = {
   extraction: ExtractionPool;
   /** The model-backed claim deriver (MEMORY_DERIVER_*); absent = the built-in rules. */
   memoryDeriver?: OpenAiDeriverConfig | null;
+  /** The embeddings provider (EMBEDDINGS_*); absent = none. */
+  embeddings?: EmbeddingsConfig | null;
   /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
   workflowBundle?: WorkflowBundle;
   identity?: string;
@@ -118,6 +121,7 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
     ingest: deps.ingest,
     extraction: deps.extraction,
     memoryDeriver: deps.memoryDeriver,
+    embedder: deps.embeddings ? createEmbedder(deps.embeddings) : null,
   });
   const workflowBundle = deps.workflowBundle ?? (await bundleWorkflows(deps.logger));
   const queues = taskQueuesFor(deps.taskQueue);

@@ -32,6 +32,7 @@ beforeAll(async () => {
   sql = sqlClient(db.url);
   fixtures = await startFixtureServer({
     '/guide.md': { type: 'text/markdown', body: '# Field guide\n\nCairns mark trails above the tree line. Add a stone when you pass.\n' },
+    '/lighthouse.md': { type: 'text/markdown', body: '# Skerrow lighthouse\n\nThe Skerrow light was first lit in 1851. Its lamp turns every twelve seconds.\n' },
   });
   stack = await startMcpStack({ orm: db.orm, temporal, taskQueue, env: { INGEST_URL_ALLOWLIST: fixtures.origin } });
   worker = await startWorker({ orm: db.orm, taskQueue, urlAllowlist: [fixtures.origin] });
@@ -219,6 +220,46 @@ describe('the console in Chromium', () => {
     }
   });
 
+  it('adds a URL and a file from the browser: the dry-run plan, then the queued job watched to its end', { timeout: 150_000 }, async () => {
+    const { page } = tab;
+    await page.goto('/sources');
+    await heading('Sources and ingest jobs').waitFor();
+    const add = page.getByRole('region', { name: 'Add a source' });
+    // A page answering 404 is refused at the preview, with the service's reason; nothing can be queued.
+    await add.getByLabel('URL', { exact: true }).fill(`${fixtures.origin}/missing.md`);
+    await add.getByRole('button', { name: 'Preview' }).click();
+    await add.getByRole('alert').filter({ hasText: /404.*\(ingest_job_failed\)/ }).waitFor();
+    expect(await add.getByRole('button', { name: 'Queue it' }).count()).toBe(0);
+
+    await add.getByLabel('URL', { exact: true }).fill(`${fixtures.origin}/lighthouse.md`);
+    await add.getByRole('button', { name: 'Preview' }).click();
+    const plan = add.getByRole('region', { name: 'Preview (nothing was stored)' });
+    await plan.waitFor();
+    expect(await plan.innerText()).toMatch(/"Skerrow lighthouse" \(text\/markdown, \d+ bytes\)/);
+    expect(await sql.count(`select 1 from ingest_job where account_id = $1 and source_url like '%lighthouse%'`, [alice.id])).toBe(0);
+    await screenshot(page, 'ingest-plan');
+    await add.getByLabel('Dated').fill('2026-11-02');
+    await add.getByRole('button', { name: 'Queue it' }).click();
+    const job = add.getByRole('region', { name: /^Ingest job/ });
+    await job.getByRole('status').filter({ hasText: /Status: succeeded( \(attempt \d+\))? — \d+ records from “Skerrow lighthouse”/ }).waitFor({ timeout: 60_000 });
+    await screenshot(page, 'ingest-job');
+    await page.getByRole('region', { name: /^Sources/ }).getByRole('row', { name: /Skerrow lighthouse/ }).waitFor();
+    const [queued] = await sql.query(`select dated_at::text as d, status from ingest_job where account_id = $1 and source_url like '%lighthouse%'`, [alice.id]);
+    expect(queued).toEqual({ d: '2026-11-02', status: 'succeeded' });
+
+    // A file from this computer: read in the browser, previewed, queued.
+    await add.getByLabel('a file').check();
+    await add.getByLabel('File', { exact: true }).setInputFiles({
+      name: 'keeper-log.md', mimeType: 'text/markdown', buffer: Buffer.from('# Keeper log\n\nThe keeper of Skerrow logs 47 storms a year.\n'),
+    });
+    await add.getByRole('button', { name: 'Preview' }).click();
+    await plan.filter({ hasText: '"Keeper log" (text/markdown' }).waitFor();
+    await add.getByRole('button', { name: 'Queue it' }).click();
+    await job.getByRole('status').filter({ hasText: /Status: succeeded( \(attempt \d+\))? — \d+ records from “Keeper log”/ }).waitFor({ timeout: 60_000 });
+    expect(await sql.count(`select 1 from ingest_job where account_id = $1 and filename = 'keeper-log.md' and status = 'succeeded'`, [alice.id])).toBe(1);
+    expect(tab.problems).toEqual([]);
+  });
+
   it('lists sources and ingest jobs with status and failure message, and deletes a source', async () => {
     const key = await createKey(api, { bearer: await cliToken() }, { name: 'ingest key', scopes: ['ingest'] });
     const submit = (url: string, idempotencyKey: string) =>
@@ -246,23 +287,32 @@ describe('the console in Chromium', () => {
 
     // The browser session may delete a source only with the csrf proof, and only its own account's.
     const cookie = (await tab.context.cookies()).find((c) => c.name === 'service_session')!.value;
-    const noCsrf = await api.delete(`/v1/sources/${ok.body.job.id}`, { as: { cookie }, csrf: false });
+    const noCsrf = await api.delete(`/v1/account/sources/${ok.body.job.id}`, { as: { cookie }, csrf: false });
     expect(noCsrf.status).toBe(403);
     const stranger = await createTestAccount(db.orm);
     const strangerCookie = await signIn(api, stranger);
-    expect((await api.delete(`/v1/sources/${ok.body.job.id}`, { as: { cookie: strangerCookie } })).status).toBe(404);
+    expect((await api.delete(`/v1/account/sources/${ok.body.job.id}`, { as: { cookie: strangerCookie } })).status).toBe(404);
 
     await page.getByRole('button', { name: /^Delete Field guide/ }).click();
     await page.getByRole('status').filter({ hasText: /Deletion of “Field guide” is (queued|running|succeeded)/ }).waitFor();
     await waitUntil(async () => (await sources.getByRole('row', { name: /Field guide/ }).count()) === 0, 'the deleted source to disappear', 60_000);
     expect(await sql.count(`select 1 from source where id = $1 and status = 'deleted'`, [ok.body.job.id])).toBe(1);
 
+    // A query's reserve and charge read as one line of -1 in the ledger.
+    const asked = await api.post('/v1/account/answers/query', { as: { cookie }, body: { idempotencyKey: `console-${Date.now()}-q`, mode: 'evidence', query: 'cairns' } });
+    expect(asked.status, JSON.stringify(asked.body)).toBe(200);
     // Usage now shows today's ingests in the chart and the quota counters.
     await page.getByRole('link', { name: 'Usage' }).click();
     await heading('Usage').waitFor();
     const today = page.locator('rect.bar-i').last();
     expect(Number(await today.getAttribute('height'))).toBeGreaterThan(0);
     expect(await page.getByRole('row', { name: /Ingests today/ }).innerText()).toMatch(/[1-9]\d* \/ /);
+    const ledger = page.getByRole('region', { name: 'Recent credit ledger' });
+    const spent = ledger.getByRole('row').nth(1);
+    expect((await spent.innerText()).split('\t').slice(1, 4)).toEqual(['charge', '-1', 'query']);
+    expect(await spent.locator('td.neg').count()).toBe(1);
+    expect(await ledger.locator('td.pos').first().innerText()).toMatch(/^\+\d+/);
+    expect(await ledger.getByRole('cell', { name: 'reserve', exact: true }).count()).toBe(0);
     await screenshot(page, 'usage');
   });
 
@@ -299,6 +349,48 @@ describe('the console in Chromium', () => {
     // The browser session survives the disconnect.
     expect(await heading('Connected applications').isVisible()).toBe(true);
     expect(tab.foreign.filter((u) => !u.startsWith(oauth.redirectUrl))).toEqual([]);
+  });
+
+  it("allows an external identity provider's application that waits for the user's approval", async () => {
+    // What shared/oauth/external.ts records when such an application's first token arrives.
+    await sql.query(`insert into oauth_connected_app (id, account_id, client_id, client_name, scopes) values (gen_random_uuid(), $1, 'ext-notes', null, '{}')`, [alice.id]);
+    const { page } = tab;
+    await page.goto('/apps');
+    await page.getByRole('heading', { name: 'Waiting for your approval' }).waitFor();
+    await page.getByRole('button', { name: 'Allow ext-notes' }).click();
+    await page.getByText('Allowed ext-notes.').waitFor();
+    await page.getByRole('row', { name: /ext-notes/ }).waitFor();
+    expect(await sql.query(`select scopes from oauth_connected_app where client_id = 'ext-notes'`)).toEqual([{ scopes: ['memory.read'] }]);
+  });
+
+  it('changes the password with the current one; other sessions are signed out, this one stays', async () => {
+    const dave = await createTestAccount(db.orm);
+    const here = await openConsole(browser, stack.baseUrl);
+    const there = await openConsole(browser, stack.baseUrl);
+    await signInThroughConsole(there.page, dave);
+    await signInThroughConsole(here.page, dave, '/account');
+    const { page } = here;
+    const form = page.getByRole('region', { name: 'Change password' });
+    const fresh = 'a new passphrase for dave only';
+    await form.getByLabel('Current password').fill('not the current password');
+    await form.getByLabel('New password', { exact: true }).fill(fresh);
+    await form.getByLabel('New password again').fill(fresh);
+    await form.getByRole('button', { name: 'Change password' }).click();
+    await form.getByRole('alert').filter({ hasText: 'The current password is not correct. (forbidden)' }).waitFor();
+    await form.getByLabel('Current password').fill(dave.password);
+    await form.getByLabel('New password', { exact: true }).fill(fresh);
+    await form.getByLabel('New password again').fill(fresh);
+    await form.getByRole('button', { name: 'Change password' }).click();
+    await form.getByRole('status').filter({ hasText: 'Password changed. 1 other session was signed out.' }).waitFor();
+    await screenshot(page, 'password-change');
+    await there.page.reload();
+    await there.page.getByRole('heading', { name: 'Sign in to Cairn' }).waitFor();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Account', level: 1 }).waitFor();
+    expect((await api.post('/v1/auth/login', { body: { email: dave.email, password: fresh } })).status).toBe(200);
+    expect(here.problems).toEqual([]);
+    await here.context.close();
+    await there.context.close();
   });
 
   it('deletes an account only after the exact email is typed', async () => {

@@ -117,6 +117,8 @@ describe('a worker killed in the middle of an account deletion', () => {
     expectError(await deleteAccount(a.cookie, a.account.email), 401, 'unauthorized');
 
     // Exactly once: the same run completed, every step completed once, the purge on a later attempt.
+    // The session can be gone (401) while finalizeAccountDeletion still runs: wait for the run's end.
+    await handle.result();
     const described = await handle.describe();
     expect({ runId: described.runId, status: described.status.name }).toEqual({ runId, status: 'COMPLETED' });
     const runs = await activityRuns(handle);

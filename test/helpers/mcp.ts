@@ -11,7 +11,7 @@ import { extractionPoolFor } from '../../shared/ingest/extraction-pool.ts';
 import { createOauthServer } from '../../shared/oauth/server.ts';
 import { createFreeWorkLimiter } from '../../shared/ops/free-work.ts';
 import type { TemporalClientHandle } from '../../shared/temporal/client.ts';
-import { createTermIndex } from '../../shared/retrieval/term-index.ts';
+import { searchIndexFor } from '../../shared/retrieval/search-index.ts';
 import { memoryLogger } from './services.ts';
 
 export type McpStack = {
@@ -55,7 +55,7 @@ export async function startMcpStack(opts: {
     temporal: opts.temporal,
     oauth,
     rateLimiter: opts.rateLimiter,
-    termIndex: createTermIndex({ orm: opts.orm, maxBytes: config.query.indexMaxBytes, logger }),
+    searchIndex: searchIndexFor(config, opts.orm, logger),
     ...(opts.tools ? { mcpTools: opts.tools } : {}),
     readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => opts.temporal.ping() },
     extraction,

@@ -2,9 +2,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Orm } from '../../shared/db/orm.ts';
 import { bound } from '../../shared/db/sql.ts';
 
-// Native-memory rows written with SQL, for query tests that run before the memory routes exist on this
-// branch. The columns and semantics are those of migration 0006: a message is retrievable once
-// `available`; a claim when `state = 'current'` and `eligibility = 'eligible'`.
+// Native-memory rows written with SQL, for retrieval tests that need memory but not the write path. A
+// message is retrievable once `available`; a claim when `state = 'current'` and `eligibility =
+// 'eligible'`. The database gives each message its search vector and version stamp (migration 0022).
 
 const hash = (t: string) => createHash('sha256').update(t.replace(/\s+/g, ' ').trim()).digest('hex');
 
@@ -37,15 +37,20 @@ export function memoryRows(orm: Orm) {
     },
     async claim(
       accountId: string,
-      c: { peerId: string; sessionId?: string; content: string; authority?: string; state?: string; eligibility?: string; validFrom?: Date },
+      c: {
+        peerId: string; sessionId?: string; content: string; authority?: string; state?: string; eligibility?: string; validFrom?: Date;
+        /** The message it was derived from, and the span it cites. */
+        messageId?: string; span?: [number, number];
+      },
     ) {
       const id = randomUUID();
       await bound(
         em(),
-        `insert into memory_claim (id, account_id, peer_id, session_id, content, state, authority, eligibility, support_status, head_revision, valid_from)
-         values (?, ?, ?, ?, ?, ?, ?, ?, 'supported', ?, ?)`,
+        `insert into memory_claim (id, account_id, peer_id, session_id, content, state, authority, eligibility, support_status, head_revision,
+           valid_from, message_id, span_start, span_end)
+         values (?, ?, ?, ?, ?, ?, ?, ?, 'supported', ?, ?, ?, ?, ?)`,
         [id, accountId, c.peerId, c.sessionId ?? null, c.content, c.state ?? 'current', c.authority ?? 'inferred',
-          c.eligibility ?? 'eligible', `rev-${randomUUID()}`, c.validFrom ?? new Date()],
+          c.eligibility ?? 'eligible', `rev-${randomUUID()}`, c.validFrom ?? new Date(), c.messageId ?? null, c.span?.[0] ?? null, c.span?.[1] ?? null],
       );
       return id;
     },

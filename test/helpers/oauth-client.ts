@@ -1,5 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { expect } from 'vitest';
 import { SESSION_COOKIE } from '../../api/plugins/auth.ts';
 
 /**
@@ -15,14 +19,19 @@ export class MemoryOAuthClient implements OAuthClientProvider {
   verifier = '';
   authorizationUrl: URL | undefined;
 
-  constructor(name = 'Test MCP client') {
+  /**
+   * A client without a configured scope, like the SDK's examples: the SDK then requests the scopes
+   * the protected-resource metadata lists. Names differ per instance unless given, so that tests do
+   * not see each other's registrations grouped into one connected application.
+   */
+  constructor(name = `Test MCP client ${randomBytes(3).toString('hex')}`, opts: { scope?: string } = {}) {
     this.clientMetadata = {
       client_name: name,
       redirect_uris: [this.redirectUrl],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
-      scope: 'openid',
+      ...(opts.scope ? { scope: opts.scope } : {}),
     };
   }
   clientInformation() {
@@ -88,4 +97,46 @@ export class Browser {
     }
     return res;
   }
+}
+
+/** The browser part: open the authorization URL signed in, consent with the given scopes, return the callback URL. */
+export async function consent(browser: Browser, authorizationUrl: URL, scopes: string[]): Promise<URL> {
+  const page = await browser.follow(authorizationUrl.href);
+  expect(page.status, page.text).toBe(200);
+  expect(page.text).toMatch(/Connect .+ to your memory\?/);
+  const action = /<form method="post" action="([^"]+)"/.exec(page.text)![1]!;
+  const done = await browser.request(action, { form: { scope: scopes } });
+  expect(done.status, done.text).toBe(303);
+  const callback = await browser.follow(done.location!);
+  expect(callback.status).toBe(303);
+  const url = new URL(callback.location!);
+  expect(url.origin + url.pathname).toBe('http://127.0.0.1:9/oauth/callback');
+  return url;
+}
+
+/**
+ * The whole first connection of the MCP SDK client: 401 → discovery → registration → authorization
+ * (signed in with `cookie`, consenting to `scopes`) → code → token; returns a connected client.
+ */
+export async function connectWithOauth(opts: {
+  mcpUrl: string;
+  baseUrl: string;
+  cookie: string;
+  scopes: string[];
+  oauth?: MemoryOAuthClient;
+  fetch?: typeof fetch;
+}) {
+  const oauth = opts.oauth ?? new MemoryOAuthClient();
+  const transportFor = () => new StreamableHTTPClientTransport(new URL(opts.mcpUrl), { authProvider: oauth, fetch: opts.fetch });
+  const first = new Client({ name: 'oauth-test', version: '1.0.0' });
+  const transport = transportFor();
+  await expect(first.connect(transport)).rejects.toThrow(/Unauthorized/i);
+  expect(oauth.info?.client_id, 'dynamic client registration').toBeTruthy();
+  expect(oauth.authorizationUrl).toBeDefined();
+  const callback = await consent(new Browser(opts.baseUrl, opts.cookie), oauth.authorizationUrl!, opts.scopes);
+  await transport.finishAuth(callback.searchParams.get('code')!);
+  expect(oauth.saved?.access_token).toBeTruthy();
+  const client = new Client({ name: 'oauth-test', version: '1.0.0' });
+  await client.connect(transportFor());
+  return { oauth, client };
 }

@@ -10,7 +10,7 @@ import { createLogger, type Logger } from '../../shared/logger.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import type { ApiMetrics, WorkerMetrics } from '../../shared/ops/metrics.ts';
 import { createTemporalClient, type TemporalClientHandle } from '../../shared/temporal/client.ts';
-import { createTermIndex } from '../../shared/retrieval/term-index.ts';
+import { searchIndexFor } from '../../shared/retrieval/search-index.ts';
 import { extractionPoolFor, inProcessExtraction } from '../../shared/ingest/extraction-pool.ts';
 import { createFreeWorkLimiter } from '../../shared/ops/free-work.ts';
 import { createWorker, type CairnWorker, type WorkerDeps } from '../../shared/temporal/worker.ts';
@@ -53,7 +53,7 @@ export async function startApi(opts: {
     temporal: opts.temporal,
     rateLimiter: opts.rateLimiter,
     metrics: opts.metrics,
-    termIndex: createTermIndex({ orm: opts.orm, maxBytes: config.query.indexMaxBytes }),
+    searchIndex: searchIndexFor(config, opts.orm),
     logger: opts.logger ?? memoryLogger().logger,
     readiness: { postgres: () => pingDatabase(opts.orm), temporal: () => opts.temporal.ping() },
   });
@@ -73,7 +73,7 @@ export async function startApi(opts: {
 /** A real worker on its own task queues (derived from `taskQueue`), using the run's prebuilt workflow bundle. */
 export async function startWorker(opts: {
   orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics;
-  memoryDeriver?: WorkerDeps['memoryDeriver']; settlementGraceMs?: number; memoryDispatch?: WorkerDeps['memoryDispatch'];
+  memoryDeriver?: WorkerDeps['memoryDeriver']; embeddings?: WorkerDeps['embeddings']; settlementGraceMs?: number; memoryDispatch?: WorkerDeps['memoryDispatch'];
   slots?: WorkerDeps['slots']; env?: NodeJS.ProcessEnv;
 }) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
@@ -89,6 +89,7 @@ export async function startWorker(opts: {
     workflowBundle: { code },
     metrics: opts.metrics,
     memoryDeriver: opts.memoryDeriver,
+    embeddings: opts.embeddings,
     settlementGraceMs: opts.settlementGraceMs,
     memoryDispatch: opts.memoryDispatch,
     slots: opts.slots,

@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  accountSnapshot, accountTables, ApiClient, cliSignIn, createKey, createTestAccount, eventually, signIn, sqlClient, type Json, type Sql,
+  accountSnapshot, accountTables, ApiClient, cliSignIn, createKey, createTestAccount, eventually, signIn, sqlClient, type Sql,
 } from '../helpers/accounts.ts';
-import type { JsonSchema } from '../helpers/arbitraries.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../helpers/mcp.ts';
 import { startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
-import { checkAnswer, expectNoFailures, operations, send, SELF_ENDING, type Operation, type Sent } from './fuzz.ts';
+import { expectNoFailures, leakDetector, operations, send, SELF_ENDING, sweepRoutes, sweepTools, type Operation } from './fuzz.ts';
 
 // Account isolation sweep (issue 10): account A owns real data (an ingested source, keys, native
 // memory with a derived claim, a query's citation); account B, with every scope and every kind of
@@ -127,82 +126,28 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** A body for the schema with A's values in every id-like or label-like slot. */
-function bodyWith(schema: JsonSchema, value: string): unknown {
-  if (!schema || typeof schema !== 'object') return value;
-  if (Array.isArray(schema.anyOf)) return bodyWith(schema.anyOf[0], value);
-  if (schema.const !== undefined) return schema.const;
-  if (Array.isArray(schema.enum)) return schema.enum[0];
-  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
-  if (type === 'array') return [bodyWith(schema.items, value)];
-  if (type === 'boolean') return false;
-  if (type === 'integer' || type === 'number') return 1;
-  if (type === 'string') return schema.format === 'uuid' && !/^[0-9a-f-]{36}$/.test(value) ? '00000000-0000-4000-8000-000000000000' : value;
-  const props: Record<string, JsonSchema> = schema.properties ?? {};
-  return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, /idempotency/i.test(k) ? `b-${randomBytes(6).toString('hex')}` : bodyWith(v, value)]));
-}
-
-/**
- * What of A's reached B. A value B itself sent may come back: in an error message, or as the label of
- * something B created with it (a peer named like A's id is B's own peer). Those echoes are collected and
- * checked after the sweep against B's own rows; anything else of A's is a leak at once.
- */
-const echoes: { value: string; what: string }[] = [];
-function leaks(res: Sent, sent: string, what: string): string[] {
-  const found = aSecrets.filter((s) => res.text.includes(s));
-  for (const s of found.filter((x) => sent.includes(x))) if (res.status < 300) echoes.push({ value: s, what });
-  return found.filter((s) => !sent.includes(s));
-}
-
-/** Echoed values that are not B's own (no row of B's mentions them) were A's data returned to B. */
-async function foreignEchoes(accountId: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of echoes) {
-    let owned = false;
-    for (const t of await accountTables(sql)) {
-      if (await sql.count(`select 1 from "${t}" x where account_id = $1 and strpos(x::text, $2) > 0`, [accountId, e.value])) {
-        owned = true;
-        break;
-      }
-    }
-    if (!owned) out.push(`${e.what} returned A's ${e.value}`);
+/** Whether a row of B's, in any table with an account_id, mentions the value (then B made it). */
+async function ownedByB(value: string): Promise<boolean> {
+  for (const t of await accountTables(sql)) {
+    if (await sql.count(`select 1 from "${t}" x where account_id = $1 and strpos(x::text, $2) > 0`, [b.id, value])) return true;
   }
-  echoes.length = 0;
-  return out;
+  return false;
 }
+const detector = leakDetector(aSecrets, ownedByB);
 
 describe("account B against account A's identifiers", () => {
   it("detects A's data when A itself asks (the sweep's detector works)", async () => {
     const own = await send(stack.baseUrl, 'GET', '/v1/ingest/jobs', { headers: bearer(a.key) });
     expect(own.status).toBe(200);
-    expect(leaks(own, '', 'A').length).toBeGreaterThan(0);
+    expect(detector.leaks(own, '', 'A').length).toBeGreaterThan(0);
   });
 
   it('gets nothing of A and changes nothing of A through any route', async () => {
     const doc = await send(stack.baseUrl, 'GET', '/openapi.json');
     ops = operations(doc.json).filter((op) => !SELF_ENDING.has(`${op.method} ${op.path}`));
     const before = await accountSnapshot(sql, a.id);
-    const failures: string[] = [];
     const asB = [bearer(b.key), bearer(b.cli), { cookie: `service_session=${b.cookie}`, 'x-service-csrf': '1', origin: stack.baseUrl }];
-    let calls = 0;
-    for (const op of ops) {
-      for (const value of aValues) {
-        let path = op.path;
-        for (const p of op.pathParams) path = path.replace(`{${p}}`, encodeURIComponent(value));
-        if (!op.pathParams.length && !op.body) continue;
-        for (const headers of asB) {
-          const body = op.body ? bodyWith(op.body, value) : undefined;
-          const res = await send(stack.baseUrl, op.method, path, body === undefined ? { headers } : { headers, body });
-          calls++;
-          const problem = checkAnswer(`B ${op.method} ${path}`, res);
-          if (problem) failures.push(problem);
-          const leaked = leaks(res, `${path} ${JSON.stringify(body)}`, `B ${op.method} ${path}`);
-          if (leaked.length) failures.push(`B ${op.method} ${path} (${value}) received A's ${leaked.join(', ')}: ${res.text.slice(0, 300)}`);
-          // Checked at once: a later call of the sweep may delete what B just created with the value.
-          failures.push(...(await foreignEchoes(b.id)));
-        }
-      }
-    }
+    const { failures, calls } = await sweepRoutes(stack.baseUrl, ops, aValues, asB, detector);
     expect(calls).toBeGreaterThan(100);
     expectNoFailures(failures);
     expect(await accountSnapshot(sql, a.id)).toEqual(before);
@@ -210,24 +155,7 @@ describe("account B against account A's identifiers", () => {
 
   it("gets nothing of A and changes nothing of A through any MCP tool", async () => {
     const before = await accountSnapshot(sql, a.id);
-    const headers = { ...bearer(b.key), accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-    const mcpBase = stack.mcpUrl.replace(/\/$/, '');
-    let rpc = 1;
-    const list = await send(mcpBase, 'POST', '/', { headers, body: { jsonrpc: '2.0', id: rpc++, method: 'tools/list', params: {} } });
-    const tools = list.json.result.tools as { name: string; inputSchema: Json }[];
-    const failures: string[] = [];
-    for (const tool of tools) {
-      for (const value of aValues) {
-        const args = bodyWith(tool.inputSchema, value);
-        const res = await send(mcpBase, 'POST', '/', { headers, body: { jsonrpc: '2.0', id: rpc++, method: 'tools/call', params: { name: tool.name, arguments: args } } });
-        const problem = checkAnswer(`B tool ${tool.name}`, res);
-        if (problem) failures.push(problem);
-        const leaked = leaks(res, JSON.stringify(args), `B tool ${tool.name}`);
-        if (leaked.length) failures.push(`B tool ${tool.name} (${value}) received A's ${leaked.join(', ')}: ${res.text.slice(0, 300)}`);
-        failures.push(...(await foreignEchoes(b.id)));
-      }
-    }
-    expectNoFailures(failures);
+    expectNoFailures(await sweepTools(stack.mcpUrl, b.key, aValues, detector));
     expect(await accountSnapshot(sql, a.id)).toEqual(before);
   }, 600_000);
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import { ApiClient, cliSignIn, createKey, createTestAccount, signIn, type Json } from '../helpers/accounts.ts';
@@ -170,4 +171,118 @@ export async function hostileStack() {
       await db.drop();
     },
   };
+}
+
+// Isolation sweeps -----------------------------------------------------------------------------------
+// A caller sends a protected party's identifiers in every slot of every route and tool; nothing of the
+// party may come back. Used across accounts (cross-account.test.ts) and across audiences of one
+// account (audience.test.ts).
+
+/** A body for the schema with `value` in every id-like or label-like slot (fresh idempotency keys). */
+export function bodyWith(schema: JsonSchema, value: string): unknown {
+  if (!schema || typeof schema !== 'object') return value;
+  if (Array.isArray(schema.anyOf)) return bodyWith(schema.anyOf[0], value);
+  if (schema.const !== undefined) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  if (type === 'array') return [bodyWith(schema.items, value)];
+  if (type === 'boolean') return false;
+  if (type === 'integer' || type === 'number') return 1;
+  if (type === 'string') return schema.format === 'uuid' && !/^[0-9a-f-]{36}$/.test(value) ? '00000000-0000-4000-8000-000000000000' : value;
+  const props: Record<string, JsonSchema> = schema.properties ?? {};
+  return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, /idempotency/i.test(k) ? `sweep-${randomBytes(6).toString('hex')}` : bodyWith(v, value)]));
+}
+
+/**
+ * What of the protected party reached the caller. A value the caller itself sent may come back: in an
+ * error message, or as the label of something the caller created with it (a peer named like the
+ * party's id is the caller's own peer). Those echoes are collected and judged by `owns` (does a row of
+ * the caller's mention the value?); anything else of the party's is a leak at once.
+ */
+export function leakDetector(secrets: readonly string[], owns: (value: string) => Promise<boolean>) {
+  const echoes: { value: string; what: string }[] = [];
+  return {
+    leaks(res: Sent, sent: string, what: string): string[] {
+      const found = secrets.filter((s) => res.text.includes(s));
+      for (const s of found.filter((x) => sent.includes(x))) if (res.status < 300) echoes.push({ value: s, what });
+      return found.filter((s) => !sent.includes(s));
+    },
+    /** Echoed values that are not the caller's own were the party's data returned to the caller. */
+    async foreignEchoes(): Promise<string[]> {
+      const out: string[] = [];
+      for (const e of echoes) if (!(await owns(e.value))) out.push(`${e.what} returned the party's ${e.value}`);
+      echoes.length = 0;
+      return out;
+    },
+  };
+}
+export type LeakDetector = ReturnType<typeof leakDetector>;
+
+/**
+ * Every route of `ops` with each value in its path, text query and body slots, as each of
+ * `credentials`; `fixed` path parameters keep the given value (the workspace `default`, say). Routes
+ * whose path is complete without a value are also asked once plainly (an empty body): listings show
+ * what the caller reaches.
+ */
+export async function sweepRoutes(
+  baseUrl: string,
+  ops: Operation[],
+  values: readonly string[],
+  credentials: Record<string, string>[],
+  detector: LeakDetector,
+  fixed: Record<string, string> = {},
+): Promise<{ failures: string[]; calls: number }> {
+  const failures: string[] = [];
+  let calls = 0;
+  for (const op of ops) {
+    const free = op.pathParams.filter((p) => !(p in fixed));
+    const textQuery = op.query.filter((q) => isText(q.schema)).map((q) => q.name);
+    const requests: { value: string; path: string; body: unknown }[] = [];
+    const pathWith = (value: string) => op.pathParams.reduce((path, p) => path.replace(`{${p}}`, encodeURIComponent(fixed[p] ?? value)), op.path);
+    if (free.length || op.body || textQuery.length) {
+      for (const value of values) {
+        const search = new URLSearchParams(textQuery.map((name) => [name, value]));
+        requests.push({ value, path: `${pathWith(value)}${search.size ? `?${search}` : ''}`, body: op.body ? bodyWith(op.body, value) : undefined });
+      }
+    }
+    if (!free.length) requests.push({ value: '(none)', path: pathWith(''), body: ['GET', 'DELETE'].includes(op.method) ? undefined : {} });
+    for (const { value, path, body } of requests) {
+      for (const headers of credentials) {
+        const res = await send(baseUrl, op.method, path, body === undefined ? { headers } : { headers, body });
+        calls++;
+        const problem = checkAnswer(`${op.method} ${path}`, res);
+        if (problem) failures.push(problem);
+        const leaked = detector.leaks(res, `${path} ${JSON.stringify(body)}`, `${op.method} ${path}`);
+        if (leaked.length) failures.push(`${op.method} ${path} (${value}) received ${leaked.join(', ')}: ${res.text.slice(0, 300)}`);
+        // Checked at once: a later call of the sweep may delete what the caller just created with the value.
+        failures.push(...(await detector.foreignEchoes()));
+      }
+    }
+  }
+  return { failures, calls };
+}
+
+const isText = (schema: JsonSchema) => schema?.type === 'string' && schema.format === undefined;
+
+/** Every MCP tool with each value in every argument slot, and with none; the failures found. */
+export async function sweepTools(mcpUrl: string, bearer: string, values: readonly string[], detector: LeakDetector): Promise<string[]> {
+  const headers = { authorization: `Bearer ${bearer}`, accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+  const base = mcpUrl.replace(/\/$/, '');
+  let rpc = 1;
+  const list = await send(base, 'POST', '/', { headers, body: { jsonrpc: '2.0', id: rpc++, method: 'tools/list', params: {} } });
+  const tools = list.json.result.tools as { name: string; inputSchema: Json }[];
+  const failures: string[] = [];
+  for (const tool of tools) {
+    // Each value in every slot, then no arguments at all (a listing shows what the caller reaches).
+    for (const value of [...values, null]) {
+      const args = value === null ? {} : bodyWith(tool.inputSchema, value);
+      const res = await send(base, 'POST', '/', { headers, body: { jsonrpc: '2.0', id: rpc++, method: 'tools/call', params: { name: tool.name, arguments: args } } });
+      const problem = checkAnswer(`tool ${tool.name}`, res);
+      if (problem) failures.push(problem);
+      const leaked = detector.leaks(res, JSON.stringify(args), `tool ${tool.name}`);
+      if (leaked.length) failures.push(`tool ${tool.name} (${value}) received ${leaked.join(', ')}: ${res.text.slice(0, 300)}`);
+      failures.push(...(await detector.foreignEchoes()));
+    }
+  }
+  return failures;
 }

@@ -284,6 +284,20 @@ describe('cairn keys and usage', () => {
     expect(j.json.ledger.length).toBeLessThanOrEqual(3);
     expect((await cairn(h, ['usage', '--ledger-limit', '0'])).code).toBe(64);
   });
+
+  it('usage shows spending as negative, one line per query, grants with a plus', async () => {
+    const k = await createdKey(await signedInHome(), ['query']);
+    const before = await cairn(h, ['usage', '--json', '--ledger-limit', '100']);
+    const q = await cairn(h, ['query', 'anything at all', '--json'], { CAIRN_API_KEY: k.secret });
+    expect(q.code, q.stderr).toBe(0);
+    const after = await cairn(h, ['usage', '--json', '--ledger-limit', '100']);
+    expect(after.json.ledger.length).toBe(before.json.ledger.length + 1);
+    expect(after.json.ledger[0]).toMatchObject({ kind: 'charge', amount: -1, metric: 'query' });
+    const text = (await cairn(h, ['usage', '--ledger-limit', '100'])).stdout;
+    expect(text).toMatch(/ charge\s+-1\s+query/);
+    expect(text).toMatch(/ grant_monthly\s+\+\d+/);
+    expect(text).not.toMatch(/ (reserve|charge)\s+\+1/);
+  });
 });
 
 describe('cairn ingest, jobs and sources', () => {
@@ -372,6 +386,16 @@ describe('cairn ingest, jobs and sources', () => {
     expect(r.json.job).toMatchObject({ status: 'failed', failure: { message: expect.any(String) } });
   });
 
+  it('a URL preview of a page answering 404 is a refused source (exit 1), not an unreachable service (69)', async () => {
+    const r = await cairn(h, ['ingest', 'url', `${fixtures.origin}/no-such-page.html`, '--json']);
+    expect(r.code).toBe(1);
+    expect(r.json.error).toMatchObject({ code: 'ingest_job_failed', status: 502 });
+    expect(r.stderr).toMatch(/^cairn: ingest_job_failed: .*404/);
+    const down = await cairn(h, ['ingest', 'url', `${fixtures.origin}/page.html`], { CAIRN_BASE_URL: 'http://127.0.0.1:9' });
+    expect(down.code).toBe(69);
+    expect(down.stderr).toMatch(/^cairn: service_unreachable: /);
+  });
+
   it('a blocked URL is refused with the service\'s code and no job', async () => {
     const r = await cairn(h, ['ingest', 'url', 'http://10.0.0.1/', '--live', '--json']);
     expect(r.code).toBe(1);
@@ -382,11 +406,23 @@ describe('cairn ingest, jobs and sources', () => {
   it('jobs lists newest first (table and --json); jobs show of an unknown id is not_found', async () => {
     const list = await cairn(h, ['jobs', '--limit', '2']);
     expect(list.code, list.stderr).toBe(0);
-    expect(list.stdout).toMatch(/^ID\s+KIND\s+STATUS\s+CREATED\s+COMPLETED\s+FAILURE/);
-    expect(list.stdout).toMatch(/More: cairn jobs --cursor \S+/);
+    expect(list.stdout).toMatch(/^ID\s+KIND\s+STATUS\s+SOURCE\s+CREATED\s+COMPLETED\s+FAILURE/);
+    const cursor = /More: cairn jobs --cursor (\S+) \(or --all for every page\)/.exec(list.stderr)?.[1];
+    expect(cursor, list.stderr).toBeDefined();
+    // What each job was about: the URL or the file name.
     const j = await cairn(h, ['jobs', '--json']);
     expect(j.json).toMatchObject({ schemaVersion: 'service-ingest-job-list-v1', pagination: { hasMore: false } });
     expect(j.json.jobs.length).toBeGreaterThanOrEqual(4);
+    const all = await cairn(h, ['jobs']);
+    expect(all.stdout).toContain(`${fixtures.origin}/page.html`);
+    expect(all.stdout).toContain('notes.md');
+    expect(all.stdout).toContain(`${fixtures.origin}/picture.png`);
+    // Pages: --cursor continues where --limit stopped; --all walks every page into one list.
+    const next = await cairn(h, ['jobs', '--limit', '2', '--cursor', cursor!, '--json']);
+    expect(next.json.jobs.map((x: Json) => x.id)).toEqual(j.json.jobs.slice(2, 4).map((x: Json) => x.id));
+    const paged = await cairn(h, ['jobs', '--limit', '2', '--all', '--json']);
+    expect(paged.json.jobs.map((x: Json) => x.id)).toEqual(j.json.jobs.map((x: Json) => x.id));
+    expect(paged.json.pagination).toMatchObject({ hasMore: false, returned: j.json.jobs.length });
     const missing = await cairn(h, ['jobs', 'show', randomUUID()]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/^cairn: not_found: .*\(HTTP 404, request \S+\)/);

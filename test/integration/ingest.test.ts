@@ -8,7 +8,7 @@ import { ingestWorkflowId } from '../../shared/temporal/workflows.ts';
 import { CAIRN_ACCOUNT, CAIRN_CONTENT_TYPE, CAIRN_STATUS } from '../../workflows/search-attributes.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startFixtureServer } from '../helpers/fixture-server.ts';
-import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
+import { memoryLogger, startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -22,6 +22,7 @@ let canary: Awaited<ReturnType<typeof startFixtureServer>>;
 let key: string;
 let otherKey: string;
 let accountId: string;
+const logs = memoryLogger('info');
 
 const fact = 'The launch codename of project KestrelQ7 is quasar41c0ffee.';
 const page = `<!doctype html><html><head><title>Field notes for project KestrelQ7</title><script>var secret = 1;</script></head>
@@ -76,8 +77,8 @@ beforeAll(async () => {
   });
   fixtures.routes['/redirect'] = { status: 302, headers: { location: `${canary.origin}/hit` } };
   const env = { INGEST_URL_ALLOWLIST: fixtures.origin };
-  api = await startApi({ orm: db.orm, temporal, taskQueue, env });
-  worker = await startWorker({ orm: db.orm, taskQueue, urlAllowlist: [fixtures.origin] });
+  api = await startApi({ orm: db.orm, temporal, taskQueue, env, logger: logs.logger });
+  worker = await startWorker({ orm: db.orm, taskQueue, urlAllowlist: [fixtures.origin], logger: logs.logger });
   ({ secret: key, accountId } = await newKey());
   ({ secret: otherKey } = await newKey());
 });
@@ -112,6 +113,27 @@ describe('dry runs', () => {
     expect(r.status).toBe(200);
     expect(r.body.schemaVersion).toBe('service-file-ingest-plan-v1');
     expect(r.body.plan.records.total).toBeGreaterThan(0);
+  });
+
+  it('a URL answering 404 is a refused source (502 ingest_job_failed), logged at warn without a stack, live or dry', async () => {
+    const r = await call('POST', '/v1/ingest/url', { url: `${fixtures.origin}/missing` });
+    expect(r.status).toBe(502);
+    expect(r.body.error).toMatchObject({ code: 'ingest_job_failed', message: expect.stringContaining('404') });
+    const line = (id: string) => logs.lines.map((l) => JSON.parse(l)).filter((l) => l.reqId === id || l.msg?.includes(id));
+    const logged = line(r.body.error.requestId);
+    expect(logged.filter((l) => l.code === 'ingest_job_failed').map((l) => l.level)).toEqual([40]);
+    expect(JSON.stringify(logged)).not.toMatch(/"stack"|"level":50/);
+
+    const queued = await call('POST', '/v1/ingest/url', live({ url: `${fixtures.origin}/missing` }));
+    const job = await waitJob(queued.body.job.id);
+    expect(job).toMatchObject({ status: 'failed', sourceUrl: `${fixtures.origin}/missing`, failure: { retryable: false } });
+    const activity = logs.lines.map((l) => JSON.parse(l)).filter((l) => l.workflowId === ingestWorkflowId(job.id) && l.msg === 'activity failed');
+    expect(activity.length).toBeGreaterThan(0);
+    for (const l of activity) {
+      expect(l.level).toBe(40);
+      expect(l.failure.message).toContain('404');
+      expect(JSON.stringify(l)).not.toContain('"stack"');
+    }
   });
 
   it('a file whose bytes do not match its declared type is rejected', async () => {

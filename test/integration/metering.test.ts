@@ -334,6 +334,28 @@ describe('account-wide rate limiting', () => {
 });
 
 describe('usage report', () => {
+  it('folds reserve, charge and refund of one operation into one signed line; a held reservation reads reserve', async () => {
+    const { usageReport } = await import('../../shared/metering/usage.ts');
+    const id = await newAccount({ monthly: 40, onboarding: 0 });
+    // Reserved 3 (1 base + 2 provider), charged 1, refunded 2: three rows, one line of -1.
+    await runMetered(deps(), { accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 2, consumeQuota: true }, async () => ({
+      value: null, outcome: 'completed', providerCost: 0,
+    }));
+    expect((await ledgerRows(id)).map((r) => r.kind)).toEqual(['grant_onboarding', 'grant_monthly', 'reserve', 'charge', 'refund']);
+    const held = await reserve(db.orm.em.fork(), {
+      reservationId: randomUUID(), accountId: id, metric: 'ingest', baseCost: 2, maxProviderCost: 0, consumeQuota: false,
+    });
+    expect(held.held).toBe(2);
+    const report = await usageReport(db.orm.em.fork(), id, 2);
+    expect(report.ledger).toEqual([
+      expect.objectContaining({ kind: 'reserve', amount: -2, monthlyDelta: -2, metric: 'ingest', monthlyAfter: 37 }),
+      expect.objectContaining({ kind: 'charge', amount: -1, monthlyDelta: -1, onboardingDelta: 0, metric: 'query', monthlyAfter: 39, reason: 'completed' }),
+    ]);
+    // The sum of the lines is the balance's change, as with the rows.
+    const all = await usageReport(db.orm.em.fork(), id, 100);
+    expect(all.ledger.reduce((n, l) => n + l.amount, 0)).toBe(all.credits.balance.totalRemaining);
+  });
+
   it('reports balances, quota counters, recent ledger rows (ledgerLimit) and 30 UTC daily buckets', async () => {
     const { usageReport } = await import('../../shared/metering/usage.ts');
     const { AccountUsage } = await import('../../shared/contracts/account.ts');
@@ -345,7 +367,8 @@ describe('usage report', () => {
     expect(report.credits).toMatchObject({ balance: { totalRemaining: 46 }, monthly: { remaining: 39, allowance: 40 }, onboarding: { remaining: 7 } });
     expect(report.quotas.query.daily).toMatchObject({ limit: 10, used: 1, remaining: 9 });
     expect(report.quotas.ingest.daily.used).toBe(0);
-    expect(report.ledger.map((r) => r.kind)).toEqual(['charge', 'reserve', 'grant_monthly']);
+    // One line per operation: its reserve and charge rows fold into one debit (negative).
+    expect(report.ledger.map((r) => [r.kind, r.amount, r.metric])).toEqual([['charge', -1, 'query'], ['grant_monthly', 40, null], ['grant_onboarding', 7, null]]);
     expect(report.daily).toHaveLength(30);
     const today = report.daily[29]!;
     expect(today.date).toBe(new Date().toISOString().slice(0, 10));

@@ -24,8 +24,8 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 }
 
 describe('API /metrics', () => {
-  it('serves request latency by route template and queue state from PostgreSQL to loopback clients', async () => {
-    const api = await startApi({ orm: db.orm, temporal, metrics: createApiMetrics(db.orm) });
+  it('serves request latency by route template and queue state from PostgreSQL when opened (METRICS_OPEN)', async () => {
+    const api = await startApi({ orm: db.orm, temporal, metrics: createApiMetrics(db.orm), env: { METRICS_OPEN: 'true' } });
     try {
       await db.orm.em.fork().getConnection().execute(
         `insert into account (id, email, email_normalized, password_hash, monthly_credits, onboarding_credits, query_daily_limit,
@@ -74,6 +74,17 @@ describe('API /metrics', () => {
       await bare.close();
     }
   });
+
+  it('without a token and not opened, nobody may scrape, loopback clients included', async () => {
+    const api = await startApi({ orm: db.orm, temporal, metrics: createApiMetrics(db.orm) });
+    try {
+      const res = await fetch(`${api.baseUrl}/metrics`); // from 127.0.0.1
+      expect(res.status).toBe(403);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('forbidden');
+    } finally {
+      await api.close();
+    }
+  });
 });
 
 describe('worker metrics', () => {
@@ -81,16 +92,21 @@ describe('worker metrics', () => {
     const metrics = createWorkerMetrics();
     const taskQueue = uniqueTaskQueue();
     const worker = await startWorker({ orm: db.orm, taskQueue, metrics });
-    const server = await serveMetrics(metrics.registry, '127.0.0.1', 0);
+    const token = 'worker-metrics-token-0123';
+    const server = await serveMetrics(metrics.registry, '127.0.0.1', 0, { token, open: false });
+    const closed = await serveMetrics(metrics.registry, '127.0.0.1', 0, { token: undefined, open: false });
     try {
       await runSelfCheck(temporal.client, taskQueue, { checkId: randomUUID(), requestedBy: 'metrics-test' });
       await runSelfCheck(temporal.client, taskQueue, { checkId: randomUUID(), requestedBy: 'metrics-test' });
       const { port } = server.address() as { port: number };
-      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(401);
+      expect((await fetch(`http://127.0.0.1:${(closed.address() as { port: number }).port}/metrics`)).status).toBe(403);
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
       expect(sample(text, 'cairn_activity_duration_seconds_count', { activity: 'recordSelfCheck', outcome: 'completed' })).toBe(2);
       expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
     } finally {
       server.close();
+      closed.close();
       await worker.stop();
     }
   });

@@ -1,5 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -43,9 +45,9 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-function start(): { child: ChildProcess; output: () => string; ready: Promise<void> } {
+function start(extra: NodeJS.ProcessEnv = {}): { child: ChildProcess; output: () => string; ready: Promise<void> } {
   let out = '';
-  const child = spawn(process.execPath, [path.resolve('bin/start.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.resolve('bin/start.ts')], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(child);
   child.stdout!.on('data', (c) => (out += String(c)));
   child.stderr!.on('data', (c) => (out += String(c)));
@@ -62,6 +64,16 @@ function start(): { child: ChildProcess; output: () => string; ready: Promise<vo
     });
   });
   return { child, output: () => out, ready };
+}
+
+/** A start that must fail: its exit code and everything it printed, which must hold no stack trace. */
+async function failedStart(extra: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; output: string }> {
+  const s = start(extra);
+  const code = await new Promise<number | null>((resolve) => s.child.once('exit', (c) => resolve(c)));
+  s.ready.catch(() => {});
+  expect(code, s.output()).toBe(1);
+  expect(s.output()).not.toMatch(/\n\s+at |undefined/);
+  return { code, output: s.output() };
 }
 
 async function stop(child: ChildProcess): Promise<number | null> {
@@ -126,6 +138,19 @@ describe('npm start', () => {
     expect((await fetch(`http://127.0.0.1:${ports.TEMPORAL_UI_PORT}/`)).status).toBe(200);
     expect(first.output()).toContain(`Temporal UI    http://127.0.0.1:${ports.TEMPORAL_UI_PORT}`);
 
+    // The generated password is in a file only its owner can read, never on the terminal.
+    const file = path.join(dataDir, 'local-account.txt');
+    expect(first.output()).toContain(`its password is in ${file} (readable only by you)`);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    const password = /password\s+(\S+)/.exec(await readFile(file, 'utf8'))![1]!;
+    expect(first.output()).not.toContain(password);
+    const login = await fetch(`${base}/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-service-csrf': '1', origin: base },
+      body: JSON.stringify({ email: 'owner@cairn.local', password }),
+    });
+    expect(login.status).toBe(200);
+
     // The operator command reaches the running service's database and Temporal.
     const check = spawnSync(process.execPath, [path.resolve('cli/admin.ts'), 'selfcheck'], {
       env,
@@ -145,9 +170,23 @@ describe('npm start', () => {
     expect(new Set(threadNices(proc('bin/worker.ts')))).toEqual(new Set([10]));
     expect(new Set(threadNices(proc(`--port ${ports.TEMPORAL_DEV_PORT}`)))).toEqual(new Set([10]));
     expect(new Set(threadNices(proc('bin/api.ts')))).toEqual(new Set([0]));
-    // A request just before, so the API holds a connection (its pool closes idle ones).
+    // The API's pool closes connections idle for 10 s, which the self-check can outlast on a loaded
+    // machine: a readiness probe (a query through that pool) gives the API a backend to look at.
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     expect(await backendNices()).toEqual({ 'cairn-worker': new Set([10]), 'cairn-api': new Set([0]) });
+
+    // A second run on the same data directory says so and what to do, and leaves the first running.
+    const twice = await failedStart();
+    expect(twice.output).toContain(`start failed: the data directory ${dataDir} is in use by another run: its PostgreSQL (pid `);
+    expect(twice.output).toContain('Stop that `npm start` first');
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    // An operator command pointed at another port finds the data directory held, and says which port to use.
+    const admin = spawnSync(process.execPath, [path.resolve('cli/admin.ts'), 'account', 'list'], {
+      env: { ...env, EMBEDDED_POSTGRES_PORT: String(await freePort()) }, encoding: 'utf8', timeout: 60_000,
+    });
+    expect(admin.status).toBe(1);
+    expect(admin.stderr).toMatch(new RegExp(`is in use by another run: its PostgreSQL \\(pid \\d+, port ${ports.EMBEDDED_POSTGRES_PORT}\\)`));
+    expect(admin.stderr).not.toMatch(/\n\s+at /);
 
     expect(await stop(first.child)).toBe(0);
     await sleep(1500); // the watchdog interval of supervised children
@@ -160,5 +199,56 @@ describe('npm start', () => {
     expect(await stop(second.child)).toBe(0);
     await sleep(1500);
     expect(leftovers()).toEqual([]);
+  });
+});
+
+describe('npm start and operator commands that cannot run say what failed and what to do', () => {
+  /** A data directory and ports of its own, so each case is independent of the run above. */
+  const own = async (name: string): Promise<NodeJS.ProcessEnv> => {
+    const dir = path.join(dataDir, name);
+    await mkdir(dir, { recursive: true, mode: 0o755 });
+    const fresh: NodeJS.ProcessEnv = { DATA_DIR: dir };
+    for (const variable of Object.keys(ports)) fresh[variable] = String(await freePort());
+    return fresh;
+  };
+
+  it('a port in use', async () => {
+    const mine = await own('port-in-use');
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(Number(mine.PORT), '127.0.0.1', resolve));
+    try {
+      const r = await failedStart(mine);
+      expect(r.output).toContain(`start failed: port ${mine.PORT} (PORT) on 127.0.0.1 is already in use`);
+      expect(r.output).toContain('set PORT to a free port');
+      expect(leftovers()).toEqual([]);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+
+  it('a database that does not answer (npm start and admin)', async () => {
+    const mine = await own('database-unreachable');
+    const url = `postgres://postgres:secret-password@127.0.0.1:${await freePort()}/cairn`;
+    const r = await failedStart({ ...mine, DATABASE_URL: url });
+    expect(r.output).toContain(`cannot reach the database at 127.0.0.1:${new URL(url).port}/cairn (DATABASE_URL): ECONNREFUSED`);
+    expect(r.output).not.toContain('secret-password');
+    const admin = spawnSync(process.execPath, [path.resolve('cli/admin.ts'), 'account', 'create', '--email', 'x@example.com', '--password', 'a long enough password'], {
+      env: { ...env, ...mine, DATABASE_URL: url }, encoding: 'utf8', timeout: 60_000,
+    });
+    expect(admin.status).toBe(1);
+    expect(admin.stderr).toMatch(/^cannot reach the database at .*ECONNREFUSED, nothing accepts connections there: start PostgreSQL/);
+    expect(admin.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it.runIf(process.getuid?.() === 0)('as root, a data directory inside a folder the embedded database\'s user cannot enter', async () => {
+    const mine = await own('root-home');
+    const locked = path.join(mine.DATA_DIR!, 'private');
+    await mkdir(locked, { mode: 0o700 });
+    await chmod(locked, 0o700);
+    const inside = path.join(locked, 'clone', '.data');
+    const r = await failedStart({ ...mine, DATA_DIR: inside });
+    expect(r.output).toContain(`that user cannot enter ${locked} (mode 0700), which holds its data directory`);
+    expect(r.output).toContain(`chmod o+x ${locked}`);
+    expect(existsSync(inside)).toBe(false);
   });
 });

@@ -17,7 +17,7 @@ let api: Awaited<ReturnType<typeof startApi>>;
 let worker: Awaited<ReturnType<typeof startWorker>>;
 let client: ApiClient;
 
-const ALL = ['query', 'memory.read', 'memory.write'] as const;
+const ALL = ['query', 'query.answer', 'memory.read', 'memory.write'] as const;
 let key: string;
 let teamA: string;
 let teamB: string;
@@ -49,7 +49,7 @@ async function say(bearer: string, peer: string, session: string, content: strin
 const query = async (bearer: string, body: Json) => {
   const r = await client.post('/v1/query', { as: { bearer }, body: { idempotencyKey: `q-${randomUUID()}`, mode: 'evidence', ...body } });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body.evidence as { text: string; kind: string; origin: Json }[];
+  return r.body.evidence as { text: string; kind: string; origin: Json; supports?: Json[] }[];
 };
 
 beforeAll(async () => {
@@ -75,11 +75,18 @@ afterAll(async () => {
 });
 
 describe('query over native memory', () => {
-  it('returns the message and the claim derived from it, attributed to the peer', async () => {
+  it('returns the claim derived from the message as one piece of evidence, citing the message, attributed to the peer', async () => {
     const ev = await query(key, { query: 'Where did Dana move to?', peer_ids: ['dana'] });
-    const kinds = ev.filter((e) => /Lisbon/.test(e.text)).map((e) => e.kind);
-    expect(kinds).toEqual(expect.arrayContaining(['message', 'claim']));
+    const lisbon = ev.filter((e) => /Lisbon/.test(e.text));
+    expect(lisbon.map((e) => e.kind)).toEqual(['claim']);
+    const support = lisbon[0]!.supports![0]!;
+    expect(support).toMatchObject({ kind: 'message', text: 'I moved to Lisbon in 2019 and I work as a marine biologist.', origin: { type: 'message', peer: 'dana', session: 'trip' } });
+    expect(support.text.slice(support.span.start, support.span.end)).toBe(support.quote);
+    expect(support.quote).toContain('Lisbon');
     for (const e of ev) expect(e.origin.peer).toBe('dana');
+    // The supporting message's handle is a citation of its own.
+    const cited = await query(key, { citationHandle: support.citationHandle });
+    expect(cited.map((e) => [e.kind, e.text])).toEqual([['message', support.text]]);
   });
 
   it('ranks a corrected claim above what it replaced, and the replaced text is no longer a claim', async () => {
@@ -117,5 +124,65 @@ describe('query over native memory', () => {
       expect(await query(other, { query: q })).toEqual([]);
     }
     expect((await client.post('/v1/query', { as: { bearer: other }, body: { idempotencyKey: `q-${randomUUID()}`, mode: 'evidence', query: 'Lisbon', peer_ids: ['dana'] } })).status).toBe(403);
+  });
+});
+
+describe('conflicts memory knows, in every query mode', () => {
+  const run = async (body: Json) => {
+    const r = await client.post('/v1/query', { as: { bearer: key }, body: { idempotencyKey: `q-${randomUUID()}`, ...body } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return r.body;
+  };
+  let porto: Json;
+  let madrid: Json;
+  beforeAll(async () => {
+    await say(key, 'alice', 'moves', 'I live in Porto.');
+    await say(key, 'alice', 'moves', 'I live in Madrid now.');
+    const claims = (await mem(key, 'POST', '/claims/list', { peer_id: 'alice' })).body.items as Json[];
+    porto = claims.find((c) => /Porto/.test(c.content));
+    madrid = claims.find((c) => /Madrid/.test(c.content));
+    expect(madrid.conflicts_with).toEqual([porto.id]);
+  }, 120_000);
+
+  const both = (conflicts: Json[]) => conflicts.find((c) => c.statements.includes(porto.content) && c.statements.includes(madrid.content));
+
+  it('reports the recorded conflict in evidence, context and answer mode; answer mode flags both sides', async () => {
+    for (const mode of ['evidence', 'context', 'answer']) {
+      const r = await run({ mode, query: 'Where does alice live?', peer_ids: ['alice'] });
+      const c = both(r.conflicts);
+      expect(c, `${mode}: ${JSON.stringify(r.conflicts)}`).toMatchObject({ topic: 'peer alice: home', citationHandles: [expect.stringMatching(/^cit_/), expect.stringMatching(/^cit_/)] });
+      expect(r.limitations.map((l: Json) => l.code)).toContain('conflicting_evidence');
+      // Each handle resolves to its claim inside the same boundary.
+      for (const [i, handle] of c.citationHandles.entries()) {
+        const looked = await run({ mode: 'evidence', citationHandle: handle, peer_ids: ['alice'] });
+        expect(looked.evidence.map((e: Json) => e.text)).toEqual([c.statements[i]]);
+      }
+      if (mode === 'context') expect(r.context.text).toContain('[note, generated, not citable]');
+      if (mode === 'answer') {
+        const stated = r.answer.sentences.filter((s: Json) => !s.note).map((s: Json) => s.text);
+        expect(stated).toEqual(expect.arrayContaining([porto.content, madrid.content]));
+        const note = r.answer.sentences.find((s: Json) => s.note === 'conflict');
+        expect(note, JSON.stringify(r.answer)).toBeDefined();
+        expect([...note.citations].sort()).toEqual([...c.citationHandles].sort());
+        expect(r.answer.text).toMatch(/conflicting statements.*ask which is right/);
+      }
+    }
+  });
+
+  it('reports it for an exact citation lookup of one side (the other side\'s handle comes with it)', async () => {
+    const listed = await run({ mode: 'evidence', query: 'alice Madrid', peer_ids: ['alice'] });
+    const handle = listed.evidence.find((e: Json) => e.kind === 'claim' && e.text === madrid.content).citationHandle;
+    const r = await run({ mode: 'evidence', citationHandle: handle });
+    expect(r.evidence).toHaveLength(1);
+    expect(both(r.conflicts)?.citationHandles).toContain(handle);
+  });
+
+  it('a correction settles it: no conflict is reported afterwards', async () => {
+    const put = await mem(key, 'PUT', `/claims/${madrid.id}`, { content: 'alice lives in Madrid.', head_revision: madrid.head_revision, reason: 'confirmed with alice' });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    for (const mode of ['evidence', 'answer']) {
+      const r = await run({ mode, query: 'Where does alice live?', peer_ids: ['alice'] });
+      expect(r.conflicts.filter((c: Json) => c.topic === 'peer alice: home'), JSON.stringify(r.conflicts)).toEqual([]);
+    }
   });
 });

@@ -6,7 +6,7 @@ import { bound } from '../../shared/db/sql.ts';
 import { deleteSourceRecords } from '../../shared/ingest/process.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';
 import { fetchCandidates, type Match } from '../../shared/retrieval/candidates.ts';
-import { orQuery, queryWords } from '../../shared/retrieval/retrieve.ts';
+import { queryWords } from '../../shared/retrieval/retrieve.ts';
 import { createTestAccount } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { ingestMarkdown } from '../helpers/source-rows.ts';
@@ -35,9 +35,11 @@ const boundary = (accountId: string, over: Partial<Boundary> = {}): Boundary => 
   accountId, audiences: null, includeSources: true, includeMemory: false, sourceIds: null, peerIds: null, sessionIds: null, agentId: null, ...over,
 });
 
+/** The first stage's match for a text; `tsquery`: the same OR query for to_tsquery('english', …), to compare with. */
 function fts(text: string, expand: boolean): Match {
   const words = queryWords(text);
-  return { type: 'fts', tsquery: orQuery(words, expand), words, prefix: words.map((w) => expand && w.length >= 5) };
+  const prefix = words.map((w) => expand && w.length >= 5);
+  return { type: 'fts', tsquery: words.map((w, i) => (prefix[i] ? `${w}:*` : w)).join(' | '), words, prefix };
 }
 
 const termRows = async (where: string, params: unknown[]) =>

@@ -58,33 +58,57 @@ describe('output', () => {
 });
 
 describe('query result rendering', () => {
-  it('shows the answer, context, evidence and citations with their handles, whatever other fields they carry', () => {
-    const result = {
-      schemaVersion: 'service-query-result-v1', mode: 'answer', execution: 'ready', resolvedPreset: 'accuracy',
-      coverage: { status: 'partial', returned: 1 }, stopReason: 'evidence_limit',
-      answer: { disposition: 'partial', text: 'About 47 storms a year [cit_a1].', answerer: 'builtin-extractive' },
-      context: { text: '[cit_a1] The keeper logs 47 storms a year.', fragments: [], truncated: false },
-      evidence: [{ citationHandle: 'cit_a1', kind: 'excerpt', text: 'The keeper logs\n47 storms a year.', rank: 1 }],
-      citations: [{ citationHandle: 'cit_a1', kind: 'excerpt', label: 'Skerrow Point notes', usedBy: 'answer' }],
-      limitations: [], gaps: [{ code: 'term_unmatched', message: 'No evidence for "gales".' }], conflicts: [],
-    };
-    const text = renderQueryResult(result, new Headers({ 'x-service-credit-cost': '1', 'x-service-credit-remaining': '99' }));
-    expect(text).toBe([
+  const result = {
+    schemaVersion: 'service-query-result-v1', mode: 'answer', execution: 'ready', resolvedPreset: 'accuracy',
+    coverage: { status: 'partial', returned: 2 }, stopReason: 'evidence_limit',
+    answer: {
+      disposition: 'partial', text: 'alice lives in Porto. alice lives in Madrid now. Note: …', answerer: 'builtin-extractive',
+      sentences: [
+        { text: 'alice lives in Porto.', citations: ['cit_p'] },
+        { text: 'alice lives in Madrid now.', citations: ['cit_m'] },
+        { text: 'Note: memory holds conflicting statements about this.', citations: ['cit_p', 'cit_m'], note: 'conflict' },
+      ],
+    },
+    context: { text: 'Retrieved context.\n\n[cit_p] (claim about peer alice)\nalice lives in Porto.', fragments: [{ text: 'alice lives in Porto.' }], truncated: false, maxChars: 8000 },
+    evidence: [
+      { citationHandle: 'cit_p', kind: 'claim', text: 'alice lives in Porto.', rank: 1, origin: { type: 'claim', peer: 'alice', authority: 'inferred_memory', validFrom: '2026-11-20T10:00:00.000Z' } },
+      { citationHandle: 'cit_m', kind: 'message', text: 'I live in\nMadrid now.', rank: 2, origin: { type: 'message', peer: 'alice', session: 's1', role: 'user', createdAt: '2026-11-21T10:00:00.000Z' } },
+    ],
+    citations: [{ citationHandle: 'cit_p', kind: 'claim', label: 'claim about peer alice', usedBy: 'answer' }],
+    limitations: [{ code: 'conflicting_evidence', message: 'Evidence disagrees; see conflicts.' }],
+    gaps: [{ code: 'unmatched_terms', message: 'Some query terms matched no evidence.', terms: ['gales'] }],
+    conflicts: [{ topic: 'peer alice: home', citationHandles: ['cit_p', 'cit_m'], statements: ['alice lives in Porto.', 'alice lives in Madrid now.'] }],
+  };
+  const headers = new Headers({ 'x-service-credit-cost': '1', 'x-service-credit-remaining': '99' });
+
+  it('answer mode: the answer with evidence numbers, the evidence once, conflicts by number, notes and credits', () => {
+    expect(renderQueryResult(result, headers)).toBe([
       'mode answer · execution ready · preset accuracy · coverage partial · stop reason evidence_limit',
       '',
-      'Answer (partial):\n  About 47 storms a year [cit_a1].\n  answerer: builtin-extractive',
+      'Answer (partial):\n  alice lives in Porto. [1]\n  alice lives in Madrid now. [2]\n  Note: memory holds conflicting statements about this. [1][2]',
       '',
-      'Context:\n  [cit_a1] The keeper logs 47 storms a year.',
+      'Evidence:\n  [1] cit_p  claim · claim about alice, valid from 2026-11-20\n      alice lives in Porto.'
+        + '\n  [2] cit_m  message · message from alice in session s1 (user, 2026-11-21)\n      I live in Madrid now.',
       '',
-      'Context details:\n  truncated: false',
+      'Conflicts (memory and sources disagree; none is confirmed):\n  peer alice: home\n    [1] alice lives in Porto.\n    [2] alice lives in Madrid now.',
       '',
-      'Evidence:\n  [1] cit_a1  The keeper logs 47 storms a year.\n        kind: excerpt\n        rank: 1',
+      'Gaps:\n  unmatched_terms: Some query terms matched no evidence. (gales)',
       '',
-      'Citations:\n  [1] cit_a1  Skerrow Point notes\n        kind: excerpt\n        usedBy: answer',
-      '',
-      'Gaps:\n  [1]  No evidence for "gales".\n        code: term_unmatched',
+      'Limitations:\n  conflicting_evidence: Evidence disagrees; see conflicts.',
       '',
       'Credits: 1 spent, 99 remaining.',
     ].join('\n'));
+  });
+
+  it('context mode prints the context text once, not the fragments or the evidence again', () => {
+    const text = renderQueryResult({ ...result, mode: 'context', answer: null, conflicts: [], limitations: [], gaps: [] }, headers);
+    expect(text).toBe([
+      'mode context · execution ready · preset accuracy · coverage partial · stop reason evidence_limit',
+      '',
+      'Context (74 of 8000 characters):\n  Retrieved context.\n\n  [cit_p] (claim about peer alice)\n  alice lives in Porto.',
+      '',
+      'Credits: 1 spent, 99 remaining.',
+    ].join('\n'));
+    expect(text.match(/alice lives in Porto/g)).toHaveLength(1);
   });
 });

@@ -45,6 +45,13 @@ describe('configuration', () => {
     expect(c.ingestUrlAllowlist).toEqual(['http://127.0.0.1:9977']);
   });
 
+  it('reads TRUST_PROXY as proxy addresses, ranges or range names, and refuses trusting everyone', () => {
+    expect(loadConfig({}, cwd).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'false' }, cwd).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,fd00::1' }, cwd).trustProxy).toEqual(['loopback', '10.0.0.0/8', 'fd00::1']);
+    for (const bad of ['true', '*', '10.0.0.0/40', 'proxy.example']) expect(issuesFor({ TRUST_PROXY: bad })).toEqual(['TRUST_PROXY']);
+  });
+
   it('treats empty strings as unset', () => {
     const c = loadConfig({ DATABASE_URL: '', TEMPORAL_ADDRESS: ' ' }, cwd);
     expect(c.databaseUrl).toBeUndefined();

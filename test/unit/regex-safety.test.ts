@@ -5,6 +5,7 @@ import { check } from 'recheck';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { RULE_PATTERNS } from '../../shared/memory/deriver.ts';
+import { SCREEN_PATTERNS } from '../../shared/memory/screen.ts';
 
 // Every regular expression of the server's code runs in linear time (issue 24): recheck, a maintained
 // ReDoS checker that finds polynomial (quadratic, cubic) as well as exponential backtracking, checks
@@ -20,6 +21,7 @@ const OUTSIDE = ['api/console/src/'];
 /** Patterns built at run time, with where the test finds them (a module exporting them). */
 const DYNAMIC: Record<string, RegExp[]> = {
   'shared/memory/deriver.ts': RULE_PATTERNS,
+  'shared/memory/screen.ts': SCREEN_PATTERNS,
 };
 
 type Found = { where: string; source: string; flags: string };

@@ -59,4 +59,5 @@ export async function call(method: string, path: string, body?: unknown): Promis
 
 export const get = async (path: string) => (await call('GET', path)).body;
 export const post = async (path: string, body?: unknown) => (await call('POST', path, body)).body;
+export const put = async (path: string, body?: unknown) => (await call('PUT', path, body)).body;
 export const del = async (path: string, body?: unknown) => (await call('DELETE', path, body)).body;

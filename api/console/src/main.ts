@@ -8,6 +8,7 @@ import { AccountPage } from './pages/account.ts';
 import { AppsPage } from './pages/apps.ts';
 import { DevicePage } from './pages/device.ts';
 import { KeysPage } from './pages/keys.ts';
+import { MemoryPage, ReviewPage } from './pages/memory.ts';
 import { PlaygroundPage } from './pages/playground.ts';
 import { RecoveryPage } from './pages/recovery.ts';
 import { SignInPage, SignOutButton } from './pages/signin.ts';
@@ -20,6 +21,8 @@ const VIEWS: Record<ConsolePath, (props: { session: Json; refreshSession: () => 
   '/': UsagePage,
   '/keys': KeysPage,
   '/sources': SourcesPage,
+  '/memory': MemoryPage,
+  '/memory/review': ReviewPage,
   '/playground': PlaygroundPage,
   '/apps': AppsPage,
   '/account': AccountPage,

@@ -63,3 +63,35 @@ export function useLoad<T>(load: () => Promise<T>): [LoadState<T>, () => Promise
   }, []);
   return [state, reload];
 }
+
+export type Paged<T> = { items?: T[]; error?: unknown; next: string | null; loading: boolean };
+
+/**
+ * A cursor-paged list (the memory routes' `items` and `pagination.next_cursor`): the first page on
+ * mount and whenever `key` changes, `more()` appends the next page, `reload()` starts again.
+ */
+export function usePaged<T>(
+  load: (cursor: string | null) => Promise<{ items: T[]; pagination: { next_cursor: string | null } }>,
+  key: unknown,
+): [Paged<T>, { more: () => Promise<void>; reload: () => Promise<void> }] {
+  const [state, setState] = useState<Paged<T>>({ next: null, loading: true });
+  const fetchPage = async (cursor: string | null, before: T[]) => {
+    setState((s) => ({ ...s, loading: true }));
+    try {
+      const page = await load(cursor);
+      setState({ items: [...before, ...page.items], next: page.pagination.next_cursor, loading: false });
+    } catch (error) {
+      setState({ items: before, error, next: cursor, loading: false });
+    }
+  };
+  useEffect(() => {
+    void fetchPage(null, []);
+  }, [key]);
+  return [state, { more: () => fetchPage(state.next, state.items ?? []), reload: () => fetchPage(null, []) }];
+}
+
+/** The list's "more" button, shown while the service says there is a next page. */
+export function MoreButton({ state, more, what }: { state: Paged<unknown>; more: () => Promise<void>; what: string }) {
+  if (!state.next) return null;
+  return html`<button type="button" onClick=${more} disabled=${state.loading}>${state.loading ? 'Loading…' : `Show more ${what}`}</button>`;
+}

@@ -1,46 +1,62 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Principal } from '../../../shared/auth/principal.ts';
-import type { TermIndex } from '../../../shared/retrieval/term-index.ts';
+import type { SearchIndex } from '../../../shared/retrieval/search-index.ts';
 import type { Config } from '../../../shared/config.ts';
 import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
 import type { Scope } from '../../../shared/contracts/account.ts';
 import { CONTROL_CHARACTER_MESSAGE, controlCharacterPath } from '../../../shared/contracts/common.ts';
-import { AppError } from '../../../shared/errors.ts';
+import { AppError, type ErrorCode } from '../../../shared/errors.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
+import { toolJsonSchema } from './json-schema.ts';
 
 /** What a tool's domain function may need besides the caller and its EntityManager. */
-export type ToolDeps = { config: Config; temporal: TemporalClientHandle; termIndex?: TermIndex; freeWork: FreeWorkLimiter };
+export type ToolDeps = { config: Config; temporal: TemporalClientHandle; searchIndex?: SearchIndex; freeWork: FreeWorkLimiter };
 
 /** One tool call's context: the request's authenticated principal and its own EntityManager fork. */
 export type ToolContext = { principal: Principal; em: EntityManager; deps: ToolDeps; log: FastifyBaseLogger };
 
 /** A tool's answer: structured data, and optionally a text form written for a model (else the JSON). */
-export type ToolOutcome = { data: Record<string, unknown>; text?: string };
+export type ToolOutcome<D = Record<string, unknown>> = { data: D; text?: string };
 
 /**
  * One MCP tool: a thin adapter from a zod-validated input to a domain function taking
- * (principal, em/deps, input). The registry checks scopes before `run` and turns errors into tool
- * errors, so a tool body contains no authorization or error plumbing.
+ * (principal, em/deps, input). The registry validates the arguments, checks scopes before `run`,
+ * shapes the result by `output` and turns errors into tool errors, so a tool body contains no
+ * validation, authorization or error plumbing.
  */
-export type McpTool<I extends z.ZodObject = z.ZodObject> = {
+export type McpTool<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> = {
   name: string;
   title: string;
   /** Written for a model: what the tool does, when to use it, what comes back. */
   description: string;
   input: I;
+  /**
+   * The tool's structuredContent (its outputSchema): a result is parsed through it before it is sent,
+   * like a REST response through its response schema, so what is sent always satisfies the schema.
+   */
+  output: O;
   /** Scopes the call needs (spec 4.6); a function when they depend on the input (answer mode). */
   scopes: readonly Scope[] | ((input: z.infer<I>) => readonly Scope[]);
   annotations: { readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
-  run(ctx: ToolContext, input: z.infer<I>): Promise<ToolOutcome>;
+  run(ctx: ToolContext, input: z.infer<I>): Promise<ToolOutcome<z.input<O>>>;
 };
 
-export const defineTool = <I extends z.ZodObject>(tool: McpTool<I>): McpTool<I> => tool;
+export const defineTool = <I extends z.ZodObject, O extends z.ZodObject>(tool: McpTool<I, O>): McpTool<I, O> => tool;
 
-function toolError(code: string, message: string): CallToolResult {
+/** zod issues as one line a caller (or a model) can act on: `path: message; …`. */
+export const issuesText = (error: z.ZodError) =>
+  error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ');
+
+/** structuredContent of a tool error: the service's stable error code (section 7) and a message. */
+const ToolErrorContent = z.strictObject({
+  error: z.strictObject({ code: z.string().describe('Stable error code, as in the REST error envelope.'), message: z.string() }),
+});
+
+/** A tool error (spec 4.6): isError with the stable code in structuredContent.error, never data. */
+function toolError(code: ErrorCode, message: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: `${code}: ${message}` }], structuredContent: { error: { code, message } } };
 }
 
@@ -48,8 +64,15 @@ export function missingScopes(principal: Principal, needed: readonly Scope[]): S
   return needed.filter((s) => !principal.scopes.includes(s));
 }
 
-/** Runs one tool call: scopes first (a missing scope is a tool error, never data), then the tool. */
-export async function callTool<I extends z.ZodObject>(tool: McpTool<I>, ctx: ToolContext, input: z.infer<I>): Promise<CallToolResult> {
+/**
+ * Runs one tools/call: the arguments are validated (invalid ones, and text with control characters, are a tool error the model can
+ * correct, as MCP 2025-11-25 asks, not a protocol error), then scopes (a missing scope is a tool error,
+ * never data), then the tool, whose data is shaped by its output schema.
+ */
+export async function callTool(tool: McpTool, ctx: ToolContext, args: unknown): Promise<CallToolResult> {
+  const parsed = tool.input.safeParse(args ?? {});
+  if (!parsed.success) return toolError('validation_error', `Invalid arguments for ${tool.name}: ${issuesText(parsed.error)}`);
+  const input = parsed.data;
   const bad = controlCharacterPath(input);
   if (bad) return toolError('validation_error', `${bad.join('.') || 'input'} ${CONTROL_CHARACTER_MESSAGE}.`);
   const needed = typeof tool.scopes === 'function' ? tool.scopes(input) : tool.scopes;
@@ -58,27 +81,56 @@ export async function callTool<I extends z.ZodObject>(tool: McpTool<I>, ctx: Too
     const code = missing.includes('query.answer') ? 'query_answer_not_authorized' : 'forbidden';
     return toolError(code, `This credential lacks the scope ${missing.join(', ')} needed by ${tool.name}.`);
   }
+  let outcome: ToolOutcome<unknown>;
   try {
-    const outcome = await tool.run(ctx, input);
-    return {
-      content: [{ type: 'text', text: outcome.text ?? JSON.stringify(outcome.data, null, 2) }],
-      structuredContent: outcome.data,
-    };
+    outcome = await tool.run(ctx, input);
   } catch (err) {
     if (err instanceof AppError && err.status < 500) return toolError(err.code, err.message);
     ctx.log.error({ err, tool: tool.name }, 'MCP tool failed');
     if (err instanceof AppError) return toolError(err.code, err.message);
     return toolError('internal_error', 'The tool failed unexpectedly; try again later.');
   }
+  const data = tool.output.safeParse(outcome.data);
+  if (!data.success) {
+    ctx.log.error({ tool: tool.name, issues: issuesText(data.error) }, 'MCP tool result does not match its output schema');
+    return toolError('internal_error', 'The tool failed unexpectedly; try again later.');
+  }
+  return {
+    content: [{ type: 'text', text: outcome.text ?? JSON.stringify(data.data, null, 2) }],
+    structuredContent: data.data,
+  };
 }
 
-/** Registers the tools on a (per-request) server, bound to that request's context. */
-export function registerTools(server: McpServer, tools: readonly McpTool[], ctx: ToolContext): void {
-  for (const tool of tools) {
-    server.registerTool(
-      tool.name,
-      { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: { openWorldHint: false, ...tool.annotations } },
-      ((input: Record<string, unknown>) => callTool(tool, ctx, input)) as never,
-    );
+/** A tools/call naming no tool of this server: a tool error too (what MCP clients and the SDK expect). */
+export const unknownTool = (name: string) => toolError('not_found', `There is no tool named ${JSON.stringify(name.slice(0, 100))}.`);
+
+const listings = new WeakMap<readonly McpTool[], Tool[]>();
+
+/**
+ * A tool's outputSchema admits its data and the tool-error envelope: clients validate every
+ * structuredContent against it, errors included (the MCP SDK's client does, up to at least 1.32.2:
+ * typescript-sdk#1943), so a schema of the data alone would turn each tool error into a client-side
+ * protocol error.
+ */
+const outputSchema = (output: z.ZodObject) => ({
+  type: 'object' as const,
+  description: 'The result, or on a tool error (isError: true) the error.',
+  anyOf: [toolJsonSchema(output, 'output'), toolJsonSchema(ToolErrorContent, 'output')],
+});
+
+/** tools/list: the definitions, converted to JSON Schema once per tool set (not on every request). */
+export function toolListing(tools: readonly McpTool[]): Tool[] {
+  let listing = listings.get(tools);
+  if (!listing) {
+    listing = tools.map((tool) => ({
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: toolJsonSchema(tool.input, 'input'),
+      outputSchema: outputSchema(tool.output),
+      annotations: { openWorldHint: false, ...tool.annotations },
+    }));
+    listings.set(tools, listing);
   }
+  return listing;
 }

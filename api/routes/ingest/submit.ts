@@ -16,19 +16,18 @@ import { decodeUpload, previewFile, previewUrl, submitFile, submitUrl, type Inge
 import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { INGEST_READ } from './jobs.ts';
+import type { IngestMount } from './jobs.ts';
 
 const errors = {
   400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope,
   413: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope,
 };
-const tags = ['ingest'];
 /** 50,000,000 bytes of base64 is about 66.7 MB; the body limit lets such a request be answered (413), not dropped. */
 const FILE_BODY_LIMIT = 72 * 1024 * 1024;
 
-export const ingestSubmitRoutes: FastifyPluginAsyncZod<{
-  config: Config; temporal: TemporalClientHandle; extraction: ExtractionPool; freeWork: FreeWorkLimiter;
-}> = async (app, { config, temporal, extraction, freeWork }) => {
+export const ingestSubmitRoutes: FastifyPluginAsyncZod<
+  IngestMount & { config: Config; temporal: TemporalClientHandle; extraction: ExtractionPool; freeWork: FreeWorkLimiter }
+> = async (app, { config, temporal, extraction, freeWork, base, auth, tags }) => {
   const deps = (em: IngestDeps['em']): IngestDeps => ({
     em,
     temporal: temporal.client,
@@ -41,9 +40,9 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{
   });
 
   app.post(
-    '/v1/ingest/url',
+    `${base}/ingest/url`,
     {
-      config: { auth: INGEST_READ },
+      config: { auth },
       schema: {
         tags,
         summary: 'Preview (dry run, the default) or queue (dryRun false) the ingest of a URL',
@@ -66,10 +65,10 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{
   );
 
   app.post(
-    '/v1/ingest/file',
+    `${base}/ingest/file`,
     {
       bodyLimit: FILE_BODY_LIMIT,
-      config: { auth: INGEST_READ },
+      config: { auth },
       schema: {
         tags,
         summary: 'Preview (dry run, the default) or queue (dryRun false) the ingest of an uploaded file',
@@ -93,10 +92,9 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{
   );
 
   app.delete(
-    '/v1/sources/:sourceId',
+    `${base}/sources/:sourceId`,
     {
-      // Also the browser console's "delete a source" (browser session, csrf enforced on the write).
-      config: { auth: { ...INGEST_READ, accept: [...INGEST_READ.accept, 'browser'] } },
+      config: { auth },
       schema: {
         tags,
         summary: 'Delete a source (its id is the id of the ingest job that created it); poll the returned job',
@@ -106,7 +104,7 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<{
     },
     async (request, reply) => {
       const r = await requestSourceDeletion(
-        request.em, temporal.client, config.temporal.taskQueue, principalOf(request).accountId, request.params.sourceId,
+        request.em, temporal.client, config.temporal.taskQueue, principalOf(request), request.params.sourceId,
       );
       return reply
         .code(r.created ? 202 : 200)

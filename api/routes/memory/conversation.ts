@@ -6,16 +6,16 @@ import {
 import { askPeer, peerContext, peerRepresentation, sessionContext } from '../../../shared/memory/context.ts';
 import { addMessages, listMessages } from '../../../shared/memory/messages.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { checkWorkspace, MEMORY_READ, MEMORY_WRITE, memoryErrors as errors, tags, type MemoryRouteOptions } from './common.ts';
+import { checkWorkspace, memoryErrors as errors, type MemoryRouteOptions } from './common.ts';
 
 /** Messages of sessions, and reading memory back: ask, peer and session context, representation. */
-export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app, { freeWork }) => {
+export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app, { base, auth, tags, searchIndex, freeWork }) => {
   // Reading memory back is free and CPU-bound (sentences of stored messages): a few at a time per account.
   const free = freeWork.run;
   app.addHook('preHandler', checkWorkspace);
 
-  app.post('/v1/workspaces/:ws/sessions/:s/messages', {
-    config: { auth: MEMORY_WRITE },
+  app.post(`${base}/:ws/sessions/:s/messages`, {
+    config: { auth: auth.write },
     schema: {
       tags,
       summary: 'Add peer-attributed messages; returns an event to poll (a claim is derived when infer is true)',
@@ -23,51 +23,45 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       body: MessagesCreateRequest,
       response: { 200: MessagesCreateReceipt, ...errors },
     },
-  }, async (request) => addMessages(
-    request.em,
-    principalOf(request).accountId,
-    request.params.s,
-    request.body,
-    principalOf(request).audiences?.[0] ?? null,
-  ));
+  }, async (request) => addMessages(request.em, principalOf(request), request.params.s, request.body));
 
-  app.post('/v1/workspaces/:ws/sessions/:s/messages/list', {
-    config: { auth: MEMORY_READ },
+  app.post(`${base}/:ws/sessions/:s/messages/list`, {
+    config: { auth: auth.read },
     schema: {
       tags, summary: 'List the session\'s messages in conversation order (those whose event succeeded)', params: SessionParams,
       body: PageRequest.nullish(), response: { 200: PageMessage, ...errors },
     },
-  }, async (request) => listMessages(request.em, principalOf(request).accountId, request.params.s, request.body ?? { limit: 20 }));
+  }, async (request) => listMessages(request.em, principalOf(request), request.params.s, request.body ?? { limit: 20 }));
 
-  app.get('/v1/workspaces/:ws/sessions/:s/context', {
-    config: { auth: MEMORY_READ },
+  app.get(`${base}/:ws/sessions/:s/context`, {
+    config: { auth: auth.read },
     schema: {
       tags, summary: 'Session context for a peer: recent conversation and the peer\'s current claims', params: SessionParams,
       querystring: SessionContextQuery, response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => free(principalOf(request).accountId, () => sessionContext(request.em, principalOf(request).accountId, request.params.s, request.query)));
+  }, async (request) => free(principalOf(request).accountId, () => sessionContext(request.em, searchIndex, principalOf(request), request.params.s, request.query)));
 
-  app.post('/v1/workspaces/:ws/peers/:peer/ask', {
-    config: { auth: MEMORY_READ },
+  app.post(`${base}/:ws/peers/:peer/ask`, {
+    config: { auth: auth.read },
     schema: {
       tags, summary: 'Ask about a peer: span-cited evidence, or status insufficient_evidence', params: PeerParams, body: AskRequest,
       response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => free(principalOf(request).accountId, () => askPeer(request.em, principalOf(request).accountId, request.params.peer, request.body)));
+  }, async (request) => free(principalOf(request).accountId, () => askPeer(request.em, searchIndex, principalOf(request), request.params.peer, request.body)));
 
-  app.get('/v1/workspaces/:ws/peers/:peer/context', {
-    config: { auth: MEMORY_READ },
+  app.get(`${base}/:ws/peers/:peer/context`, {
+    config: { auth: auth.read },
     schema: {
       tags, summary: 'Assembled context about a peer (fail-closed)', params: PeerParams, querystring: ContextQuery,
       response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => free(principalOf(request).accountId, () => peerContext(request.em, principalOf(request).accountId, request.params.peer, request.query)));
+  }, async (request) => free(principalOf(request).accountId, () => peerContext(request.em, searchIndex, principalOf(request), request.params.peer, request.query)));
 
-  app.post('/v1/workspaces/:ws/peers/:peer/representation', {
-    config: { auth: MEMORY_READ },
+  app.post(`${base}/:ws/peers/:peer/representation`, {
+    config: { auth: auth.read },
     schema: {
       tags, summary: 'Every current claim of a peer (and proposals awaiting review)', params: PeerParams,
       response: { 200: RepresentationResponse, ...errors },
     },
-  }, async (request) => free(principalOf(request).accountId, () => peerRepresentation(request.em, principalOf(request).accountId, request.params.peer)));
+  }, async (request) => free(principalOf(request).accountId, () => peerRepresentation(request.em, principalOf(request), request.params.peer)));
 };

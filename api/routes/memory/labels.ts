@@ -6,19 +6,19 @@ import {
 import { eventStatus, requestDeletion } from '../../../shared/memory/events.ts';
 import { labelRecord, listLabels, requireLabel, upsertLabel, workspaceRecord } from '../../../shared/memory/labels.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { checkWorkspace, MEMORY_READ, MEMORY_WRITE, memoryErrors as errors, tags, type MemoryRouteOptions } from './common.ts';
+import { checkWorkspace, memoryErrors as errors, type MemoryRouteOptions } from './common.ts';
 
 /** Workspaces, peers and sessions (spec 4.5): get-or-create by label, pages, reads and deletions. */
-export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app) => {
+export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = async (app, { base, auth, tags }) => {
   app.addHook('preHandler', checkWorkspace);
 
-  app.post('/v1/workspaces', {
-    config: { auth: MEMORY_WRITE },
+  app.post(base, {
+    config: { auth: auth.write },
     schema: { tags, summary: 'Get or create the workspace (only `default` exists)', response: { 200: Workspace, ...errors } },
   }, async () => workspaceRecord());
 
-  app.post('/v1/workspaces/list', {
-    config: { auth: MEMORY_READ },
+  app.post(`${base}/list`, {
+    config: { auth: auth.read },
     schema: { tags, summary: 'List workspaces', body: PageRequest.nullish(), response: { 200: PageWorkspace, ...errors } },
   }, async () => ({
     schemaVersion: 'service-memory-page-v1' as const,
@@ -33,26 +33,26 @@ export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
     const labelOf = (params: { peer?: string; s?: string }) => (kind === 'peer' ? params.peer! : params.s!);
     const one = kind === 'peer' ? ':peer' : ':s';
 
-    app.post(`/v1/workspaces/:ws/${plural}`, {
-      config: { auth: MEMORY_WRITE },
+    app.post(`${base}/:ws/${plural}`, {
+      config: { auth: auth.write },
       schema: { tags, summary: `Get or create a ${kind} by label`, params: WorkspaceParams, body: LabelUpsertRequest, response: { 200: Record, ...errors } },
-    }, async (request) => labelRecord(kind, await upsertLabel(request.em, principalOf(request).accountId, kind, request.body.id)));
+    }, async (request) => labelRecord(kind, await upsertLabel(request.em, principalOf(request), kind, request.body.id)));
 
-    app.post(`/v1/workspaces/:ws/${plural}/list`, {
-      config: { auth: MEMORY_READ },
+    app.post(`${base}/:ws/${plural}/list`, {
+      config: { auth: auth.read },
       schema: {
         tags, summary: `List ${plural} in label order (cursor pages)`, params: WorkspaceParams, body: PageRequest.nullish(),
         response: { 200: kind === 'peer' ? PagePeer : PageSession, ...errors },
       },
-    }, async (request) => listLabels(request.em, principalOf(request).accountId, kind, request.body ?? { limit: 20 }));
+    }, async (request) => listLabels(request.em, principalOf(request), kind, request.body ?? { limit: 20 }));
 
-    app.get(`/v1/workspaces/:ws/${plural}/${one}`, {
-      config: { auth: MEMORY_READ },
+    app.get(`${base}/:ws/${plural}/${one}`, {
+      config: { auth: auth.read },
       schema: { tags, summary: `Read a ${kind}`, params: Params, response: { 200: Record, ...errors } },
-    }, async (request) => labelRecord(kind, await requireLabel(request.em, principalOf(request).accountId, kind, labelOf(request.params))));
+    }, async (request) => labelRecord(kind, await requireLabel(request.em, principalOf(request), kind, labelOf(request.params))));
 
-    app.delete(`/v1/workspaces/:ws/${plural}/${one}`, {
-      config: { auth: MEMORY_WRITE },
+    app.delete(`${base}/:ws/${plural}/${one}`, {
+      config: { auth: auth.write },
       schema: {
         tags,
         summary: `Delete a ${kind} and everything derived from it (asynchronous: poll the returned event)`,
@@ -60,7 +60,7 @@ export const memoryLabelRoutes: FastifyPluginAsyncZod<MemoryRouteOptions> = asyn
         response: { 202: EventStatus, ...errors },
       },
     }, async (request, reply) => {
-      const ev = await requestDeletion(request.em, principalOf(request).accountId, kind, labelOf(request.params));
+      const ev = await requestDeletion(request.em, principalOf(request), kind, labelOf(request.params));
       return reply.code(202).send(eventStatus(ev));
     });
   }

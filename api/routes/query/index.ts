@@ -5,7 +5,7 @@ import type { Logger } from '../../../shared/logger.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { QueryRequest, QueryResult } from '../../../shared/contracts/query.ts';
 import { runQuery, type QueryDeps } from '../../../shared/query/run.ts';
-import type { TermIndex } from '../../../shared/retrieval/term-index.ts';
+import type { SearchIndex } from '../../../shared/retrieval/search-index.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 import { principalOf, type AuthRule } from '../../plugins/auth.ts';
 
@@ -21,11 +21,11 @@ const ACCOUNT_ANSWERS_AUTH: AuthRule = { accept: ['browser'] };
 
 /** The dependencies of one query, shared with the MCP tool. */
 export function queryDeps(
-  { config, temporal, termIndex }: QueryRouteOptions,
+  { config, temporal, searchIndex }: QueryRouteOptions,
   request: Pick<FastifyRequest, 'em' | 'log' | 'id'>,
 ): QueryDeps {
   return {
-    termIndex,
+    searchIndex,
     em: request.em,
     temporal: temporal.client,
     taskQueue: config.temporal.taskQueue,
@@ -38,7 +38,7 @@ export function queryDeps(
   };
 }
 
-type QueryRouteOptions = { config: Config; temporal: TemporalClientHandle; termIndex?: TermIndex };
+type QueryRouteOptions = { config: Config; temporal: TemporalClientHandle; searchIndex?: SearchIndex };
 
 export const queryRoutes: FastifyPluginAsyncZod<QueryRouteOptions> = async (app, options) => {
   const schema = (summary: string) => ({ tags: ['query'], summary, body: QueryRequest, response: { 200: QueryResult, ...errors } });

@@ -3,7 +3,8 @@ import { accountSummary, createAccount, disableAccount } from '../../../shared/a
 import { Email } from '../../../shared/contracts/auth.ts';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../../../shared/auth/passwords.ts';
 import { Account } from '../../../shared/db/entities/index.ts';
-import { parseFlags, type AdminCommand } from '../registry.ts';
+import { linkExternalIdentity } from '../../../shared/oauth/external.ts';
+import { parseFlags, UsageError, type AdminCommand } from '../registry.ts';
 
 const count = z.coerce.number().int().min(0).max(1_000_000_000);
 const CreateArgs = z.object({
@@ -67,5 +68,18 @@ export const accountDisableCommand: AdminCommand = {
   async run(ctx, args) {
     const { email } = parseFlags(z.object({ email: Email }), args);
     ctx.out(accountSummary(await disableAccount(ctx.orm.em.fork(), email)));
+  },
+};
+
+export const accountLinkExternalCommand: AdminCommand = {
+  name: 'account link-external',
+  summary: "Link an external identity provider's subject (the tokens' sub) to an account, for MCP_AUTH_ISSUER providers that assert no verified email.",
+  usage: 'account link-external --email E --subject SUB [--issuer URL (default MCP_AUTH_ISSUER)]',
+  options: { email: str, subject: str, issuer: str },
+  async run(ctx, args) {
+    const a = parseFlags(z.object({ email: Email, subject: z.string().min(1).max(500), issuer: z.url().optional() }), args);
+    const issuer = a.issuer ?? (ctx.config.oauth.mode === 'external' ? ctx.config.oauth.issuer : undefined);
+    if (!issuer) throw new UsageError('--issuer is required when MCP_AUTH_ISSUER is not set.');
+    ctx.out(await linkExternalIdentity(ctx.orm.em.fork(), { issuer: issuer.replace(/\/$/, ''), subject: a.subject, email: a.email }));
   },
 };

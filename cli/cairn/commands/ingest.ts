@@ -7,6 +7,7 @@ import { parseFlags, UsageError } from '../../lib/dispatch.ts';
 import { CliFailure } from '../failure.ts';
 import type { ApiClient, Json } from '../http.ts';
 import { fields, table, tree, when } from '../output.ts';
+import { JOB_PAGE, PAGE_OPTIONS, PAGE_USAGE, readPages, type PageRequest } from '../pages.ts';
 import { defineCommand, flag, str, type CommandContext } from '../registry.ts';
 import { waitTimeoutMs, waitUntil, WAIT_OPTIONS } from '../wait.ts';
 
@@ -18,13 +19,19 @@ const TERMINAL = new Set(['succeeded', 'failed', 'quarantined']);
 const jobLine = (j: Json) =>
   `job ${j.id}: ${j.status}${j.attempts ? ` (attempt ${j.attempts})` : ''}${j.failure ? ` - ${j.failure.message}` : ''}`;
 
+/** What a job was about: the file name or URL it was given; a deletion names its source. */
+const jobSubject = (j: Json) => j.filename ?? j.sourceUrl ?? (j.sourceId ? `source ${j.sourceId}` : null);
+
 const jobFields = (j: Json): [string, unknown][] => [
   ['job', j.id],
   ['kind', j.kind],
+  ['source', jobSubject(j) ?? undefined],
+  ['title', j.title ?? undefined],
   ['status', j.status],
   ['attempts', j.attempts],
   ['created', when(j.createdAt)],
   ['completed', when(j.completedAt)],
+  ['records', j.records ? `${j.records.total} (${j.records.sourceExcerpts} excerpts, ${j.records.facts} facts, ${j.records.links} links)` : undefined],
   ['failure', j.failure ? `${j.failure.message} (${j.failure.retryable ? 'retryable' : 'not retryable'}, ${when(j.failure.failedAt)})` : undefined],
 ];
 
@@ -135,18 +142,17 @@ export const ingestFileCommand = defineCommand({
 
 export const jobsListCommand = defineCommand({
   name: 'jobs',
-  summary: 'List ingest jobs, newest first',
-  usage: 'cairn jobs [--limit N] [--cursor CURSOR]',
+  summary: 'List ingest jobs, newest first, with the file name or URL each was about',
+  usage: `cairn jobs ${PAGE_USAGE}`,
   credential: 'apiKeyOrSession',
-  options: { limit: str, cursor: str },
+  options: PAGE_OPTIONS,
   async run(ctx) {
-    const f = parseFlags(z.object({ limit: z.coerce.number().int().min(1).max(100).optional(), cursor: z.string().min(1).optional() }), ctx.args);
-    const body = (await ctx.api.get('/v1/ingest/jobs', { limit: f.limit, cursor: f.cursor })).body;
+    const fetch = async (p: PageRequest) => (await ctx.api.get('/v1/ingest/jobs', { limit: p.limit, cursor: p.cursor })).body;
+    const body = await readPages(ctx, JOB_PAGE, fetch, 'cairn jobs');
     ctx.out.result(body, () => {
       if (body.jobs.length === 0) return 'No ingest jobs.';
-      const rows = body.jobs.map((j: Json) => [j.id, j.kind, j.status, when(j.createdAt), when(j.completedAt), j.failure?.message]);
-      const more = body.pagination?.hasMore ? `\nMore: cairn jobs --cursor ${body.pagination.nextCursor}` : '';
-      return table(['ID', 'KIND', 'STATUS', 'CREATED', 'COMPLETED', 'FAILURE'], rows) + more;
+      const rows = body.jobs.map((j: Json) => [j.id, j.kind, j.status, jobSubject(j), when(j.createdAt), when(j.completedAt), j.failure?.message]);
+      return table(['ID', 'KIND', 'STATUS', 'SOURCE', 'CREATED', 'COMPLETED', 'FAILURE'], rows);
     });
   },
 });

@@ -3,6 +3,7 @@ import { parseFlags, UsageError } from '../../lib/dispatch.ts';
 import { CliFailure } from '../failure.ts';
 import type { ApiClient, Json } from '../http.ts';
 import { findObjects, renderPage, tree, withoutVersion } from '../output.ts';
+import { MEMORY_PAGE, PAGE_OPTIONS, PAGE_USAGE, readPages, type PageRequest } from '../pages.ts';
 import { defineCommand, flag, many, str, type CairnCommand, type CommandContext } from '../registry.ts';
 import { waitTimeoutMs, waitUntil, WAIT_OPTIONS } from '../wait.ts';
 
@@ -21,7 +22,7 @@ const page = (ctx: CommandContext, body: Json, empty: string) => ctx.out.result(
 function showClaims(ctx: CommandContext, body: Json, empty: string) {
   ctx.out.result(body, () => {
     const claims = findObjects(body, 'head_revision');
-    return claims.length ? claims.map((c) => tree(c)).join('\n\n') : renderPage(body, empty);
+    return claims.length ? claims.map((c) => tree(c)).join('\n\n') : empty;
   });
 }
 
@@ -39,6 +40,26 @@ function simple(def: {
     credential: 'apiKey',
     async run(ctx) {
       def.render(ctx, (await def.call(ctx.api, ctx.args.positionals[0] ?? '')).body);
+    },
+  });
+}
+
+/** A list over one POST …/list route, one page (--limit, --cursor) or all of them (--all). */
+function list(def: {
+  name: string; summary: string; usage: string; positional?: string; options?: Record<string, typeof str>;
+  path: (ctx: CommandContext) => string; body?: (ctx: CommandContext) => Json; render: (ctx: CommandContext, body: Json) => void;
+}): CairnCommand {
+  return defineCommand({
+    name: def.name,
+    summary: def.summary,
+    usage: `${def.usage} ${PAGE_USAGE}`,
+    positionals: def.positional ? [def.positional] : [],
+    credential: 'apiKey',
+    options: { ...def.options, ...PAGE_OPTIONS },
+    async run(ctx) {
+      const fetch = async (p: PageRequest) => (await ctx.api.post(def.path(ctx), { ...def.body?.(ctx), ...p })).body;
+      const again = ['cairn', def.name, ...ctx.args.positionals].join(' ');
+      def.render(ctx, await readPages(ctx, MEMORY_PAGE, fetch, again));
     },
   });
 }
@@ -63,8 +84,8 @@ function failUnlessSucceeded(event: Json) {
 const peers = [
   simple({ name: 'memory peers create', summary: 'Create (or get) a peer', usage: 'cairn memory peers create PEER', positional: 'PEER',
     call: (api, id) => api.post(`${WS}/peers`, { id }), render: show }),
-  simple({ name: 'memory peers list', summary: 'List peers', usage: 'cairn memory peers list',
-    call: (api) => api.post(`${WS}/peers/list`), render: (ctx, b) => page(ctx, b, 'No peers.') }),
+  list({ name: 'memory peers list', summary: 'List peers', usage: 'cairn memory peers list',
+    path: () => `${WS}/peers/list`, render: (ctx, b) => page(ctx, b, 'No peers.') }),
   simple({ name: 'memory peers show', summary: 'Show a peer', usage: 'cairn memory peers show PEER', positional: 'PEER',
     call: (api, id) => api.get(`${WS}/peers/${seg(id)}`), render: show }),
 ];
@@ -72,8 +93,8 @@ const peers = [
 const sessions = [
   simple({ name: 'memory sessions create', summary: 'Create (or get) a session', usage: 'cairn memory sessions create SESSION', positional: 'SESSION',
     call: (api, id) => api.post(`${WS}/sessions`, { id }), render: show }),
-  simple({ name: 'memory sessions list', summary: 'List sessions', usage: 'cairn memory sessions list',
-    call: (api) => api.post(`${WS}/sessions/list`), render: (ctx, b) => page(ctx, b, 'No sessions.') }),
+  list({ name: 'memory sessions list', summary: 'List sessions', usage: 'cairn memory sessions list',
+    path: () => `${WS}/sessions/list`, render: (ctx, b) => page(ctx, b, 'No sessions.') }),
   simple({ name: 'memory sessions show', summary: 'Show a session', usage: 'cairn memory sessions show SESSION', positional: 'SESSION',
     call: (api, id) => api.get(`${WS}/sessions/${seg(id)}`), render: show }),
 ];
@@ -124,15 +145,23 @@ const messagesAdd = defineCommand({
       return;
     }
     const event = await followEvent(ctx, receipt.event_id);
-    ctx.out.result({ ...receipt, event }, () => tree(withoutVersion({ ...receipt, event })));
+    // The claim the write derived (or the one it repeated), read once the event succeeded.
+    const claimId = event.status === 'succeeded' ? (event.outcome?.claim_id ?? event.outcome?.duplicate_of) : null;
+    const claim = claimId ? withoutVersion((await ctx.api.get(`${WS}/claims/${seg(claimId)}`)).body) : null;
+    ctx.out.result({ ...receipt, event, claim }, () => {
+      const head = tree(withoutVersion({ ...receipt, event }));
+      if (!claim) return `${head}\n\nNo claim was derived${event.outcome?.note ? `: ${event.outcome.note}` : '.'}`;
+      const what = event.outcome?.duplicate_of ? 'Already remembered as' : 'Derived claim';
+      return `${head}\n\n${what}:\n${tree(claim, 2)}`;
+    });
     failUnlessSucceeded(event);
   },
 });
 
 const messages = [
   messagesAdd,
-  simple({ name: 'memory messages list', summary: 'List the messages of a session', usage: 'cairn memory messages list SESSION', positional: 'SESSION',
-    call: (api, id) => api.post(`${WS}/sessions/${seg(id)}/messages/list`), render: (ctx, b) => page(ctx, b, 'No messages.') }),
+  list({ name: 'memory messages list', summary: 'List the messages of a session', usage: 'cairn memory messages list SESSION', positional: 'SESSION',
+    path: (ctx) => `${WS}/sessions/${seg(ctx.args.positionals[0]!)}/messages/list`, render: (ctx, b) => page(ctx, b, 'No messages.') }),
 ];
 
 /** The claim's current head_revision: given, or read from the claim just before the change. */
@@ -166,16 +195,21 @@ const change = (verb: 'correct' | 'withdraw') => defineCommand({
   },
 });
 
-const claimsList = defineCommand({
+const CLAIM_STATES = ['current', 'pending_review', 'withdrawn'] as const;
+
+const claimsList = list({
   name: 'memory claims list',
-  summary: 'List current claims (of one peer with --peer)',
-  usage: 'cairn memory claims list [--peer PEER]',
-  credential: 'apiKey',
-  options: { peer: str },
-  async run(ctx) {
-    const peer = ctx.args.values.peer as string | undefined;
-    showClaims(ctx, (await ctx.api.post(`${WS}/claims/list`, peer ? { peer_id: peer } : {})).body, 'No current claims.');
+  summary: 'List claims, newest first: current ones (default), or those awaiting review (--state pending_review) or withdrawn',
+  usage: `cairn memory claims list [--peer PEER] [--session SESSION] [--state ${CLAIM_STATES.join('|')}]`,
+  options: { peer: str, session: str, state: str },
+  path: () => `${WS}/claims/list`,
+  body: (ctx) => {
+    const f = parseFlags(z.object({
+      peer: z.string().min(1).optional(), session: z.string().min(1).optional(), state: z.enum(CLAIM_STATES).optional(),
+    }), ctx.args);
+    return { peer_id: f.peer, session_id: f.session, state: f.state };
   },
+  render: (ctx, b) => showClaims(ctx, b, `No ${(ctx.args.values.state as string | undefined) ?? 'current'} claims.`),
 });
 
 const claims = [

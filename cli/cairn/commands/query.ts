@@ -2,73 +2,56 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { parseFlags } from '../../lib/dispatch.ts';
 import type { Json } from '../http.ts';
-import { textOf, tree } from '../output.ts';
 import { defineCommand, many, str } from '../registry.ts';
 
-// The query operation (spec 4.4): evidence, context or a cited answer. The inner shapes of evidence,
-// citations and fragments are not fixed by the contract, so they are rendered from what the result
-// contains: each item's text first, its citation handle (`cit_...`) beside it, every other field below.
+// The query operation (spec 4.4): evidence, context or a cited answer, each printed once. Evidence is
+// numbered; the answer's sentences and the conflicts refer to those numbers. Context mode prints the
+// context text itself (it already carries each fragment's handle and label), not the evidence again.
 
-const CITATION = /^cit_[A-Za-z0-9_-]+$/;
+const indent = (text: string, n = 2) => text.trim().split('\n').map((l) => (l ? `${' '.repeat(n)}${l}` : l)).join('\n');
+const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
+const day = (iso: unknown) => (typeof iso === 'string' ? iso.slice(0, 10) : null);
 
-/** The first citation handle anywhere inside a value. */
-function handleOf(v: unknown): string | null {
-  if (typeof v === 'string') return CITATION.test(v) ? v : null;
-  if (typeof v !== 'object' || v === null) return null;
-  for (const x of Object.values(v)) {
-    const h = handleOf(x);
-    if (h) return h;
+/** Where a piece of evidence comes from, in one line. */
+function originLine(o: Json): string {
+  if (o?.type === 'source') {
+    const where = [o.page ? `p. ${o.page}` : null, o.sectionPath?.length ? o.sectionPath.join(' > ') : null].filter(Boolean).join(', ');
+    return `${o.title ?? o.filename ?? o.url ?? 'source'}${o.datedAt ? `, dated ${o.datedAt}` : ''}${where ? ` (${where})` : ''}`;
   }
-  return null;
+  if (o?.type === 'message') return `message from ${o.peer} in session ${o.session} (${o.role}, ${day(o.createdAt)})`;
+  if (o?.type === 'claim') {
+    return `claim about ${o.peer}${o.authority === 'correction_memory' ? ', corrected by a person' : ''}, valid from ${day(o.validFrom)}`;
+  }
+  return 'evidence';
 }
 
-/** A numbered item: `[n] cit_x  text`, then its other fields indented. */
-function item(v: unknown, n: number): string {
-  const text = textOf(v);
-  const handle = handleOf(v);
-  const rest = typeof v === 'object' && v !== null && !Array.isArray(v)
-    ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== text && x !== handle))
-    : null;
-  const head = `[${n}]${handle ? ` ${handle}` : ''}${text ? `  ${text.replace(/\s+/g, ' ').trim()}` : ''}`;
-  return rest && Object.keys(rest).length ? `${head}\n${tree(rest, 6)}` : head;
-}
-
-const section = (title: string, value: unknown): string | null => {
-  if (value === null || value === undefined) return null;
-  if (Array.isArray(value)) return value.length ? `${title}:\n${value.map((v, i) => `  ${item(v, i + 1).replace(/\n/g, '\n  ')}`).join('\n')}` : null;
-  if (typeof value === 'object' && Object.keys(value).length === 0) return null;
-  return `${title}:\n${tree(value, 2)}`;
-};
-
-/** A status value in one word: an object's own `status` when it has one (coverage), else compact JSON. */
-const brief = (v: unknown): string | null => {
-  if (v === null || v === undefined) return null;
-  if (typeof v !== 'object') return String(v);
-  const status = (v as { status?: unknown }).status;
-  return typeof status === 'string' ? status : JSON.stringify(v);
-};
+const notes = (title: string, items: Json[] | undefined) =>
+  items?.length ? `${title}:\n${items.map((n) => `  ${n.code}: ${n.message}${n.terms ? ` (${n.terms.join(', ')})` : ''}`).join('\n')}` : null;
 
 export function renderQueryResult(r: Json, headers: Headers): string {
-  const status = [
-    ['mode', r.mode], ['execution', r.execution], ['preset', r.resolvedPreset], ['coverage', r.coverage], ['stop reason', r.stopReason],
-  ].filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => `${k} ${brief(v)}`).join(' · ');
-  const parts: (string | null)[] = [status];
+  const evidence: Json[] = r.evidence ?? [];
+  const number = new Map<string, number>(evidence.map((e, i) => [e.citationHandle, i + 1]));
+  const ref = (h: string) => (number.has(h) ? `[${number.get(h)}]` : h);
+  const parts: (string | null)[] = [
+    [['mode', r.mode], ['execution', r.execution], ['preset', r.resolvedPreset], ['coverage', r.coverage?.status], ['stop reason', r.stopReason]]
+      .filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(' · '),
+  ];
   if (r.answer) {
-    const { disposition, ...rest } = r.answer;
-    const text = textOf(rest, ['text', 'content', 'answer', 'body', 'summary']);
-    const others = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== text));
-    parts.push(`Answer${disposition ? ` (${disposition})` : ''}:\n${text ? `  ${text.trim().replace(/\n/g, '\n  ')}` : ''}${Object.keys(others).length ? `\n${tree(others, 2)}` : ''}`);
+    const lines = (r.answer.sentences as Json[]).map((x) => `${oneLine(x.text)} ${x.citations.map(ref).join('')}`);
+    parts.push(`Answer (${r.answer.disposition}):\n${lines.length ? indent(lines.join('\n')) : '  (no sentence of the evidence answers it)'}`);
   } else if (r.mode === 'answer') {
-    parts.push(`No answer (execution ${brief(r.execution)}).`);
+    parts.push(`No answer (execution ${r.execution}): ${r.execution === 'provider_required' ? 'no answer provider is configured' : 'the answer provider failed'}; the evidence follows.`);
   }
-  if (r.context) {
-    const { text, fragments, ...rest } = r.context;
-    parts.push(typeof text === 'string' && text ? `Context:\n  ${text.trim().replace(/\n/g, '\n  ')}` : null);
-    parts.push(section('Context fragments', fragments));
-    parts.push(section('Context details', rest));
+  if (r.mode === 'context' && r.context) {
+    parts.push(`Context (${r.context.text.length} of ${r.context.maxChars} characters${r.context.truncated ? ', truncated' : ''}):\n${indent(r.context.text)}`);
+  } else if (evidence.length) {
+    parts.push(`Evidence:\n${evidence.map((e, i) => `  [${i + 1}] ${e.citationHandle}  ${e.kind} · ${originLine(e.origin)}\n${indent(oneLine(e.text), 6)}`).join('\n')}`);
   }
-  parts.push(section('Evidence', r.evidence), section('Citations', r.citations));
-  parts.push(section('Limitations', r.limitations), section('Gaps', r.gaps), section('Conflicts', r.conflicts));
+  if (r.conflicts?.length) {
+    parts.push(`Conflicts (memory and sources disagree; none is confirmed):\n${(r.conflicts as Json[]).map((c) =>
+      `  ${c.topic}\n${c.citationHandles.map((h: string, i: number) => `    ${ref(h)} ${oneLine(c.statements[i] ?? '')}`).join('\n')}`).join('\n')}`);
+  }
+  parts.push(notes('Gaps', r.gaps), notes('Limitations', r.limitations));
   const cost = headers.get('x-service-credit-cost');
   if (cost !== null) parts.push(`Credits: ${cost} spent, ${headers.get('x-service-credit-remaining') ?? '?'} remaining.`);
   return parts.filter(Boolean).join('\n\n');

@@ -14,6 +14,9 @@ function spark(values: number[]): string {
   return values.map((v) => (max === 0 ? BARS[0] : BARS[Math.ceil((v / max) * (BARS.length - 1))])).join('');
 }
 
+/** A ledger amount as people read it: debits negative, credits with a plus. */
+const signed = (n: number) => (n > 0 ? `+${n}` : String(n));
+
 const windowText = (w: Json) => `${w.used}/${w.limit} used, ${w.remaining} left (resets ${when(w.resetAt)})`;
 
 function render(u: Json): string {
@@ -36,7 +39,7 @@ function render(u: Json): string {
     u.ledger.length === 0
       ? 'No ledger rows yet.'
       : `Recent ledger rows:\n${table(['WHEN', 'KIND', 'AMOUNT', 'METRIC', 'REASON'],
-        u.ledger.map((r: Json) => [when(r.createdAt), r.kind, r.amount, r.metric, r.reason]))}`,
+        u.ledger.map((r: Json) => [when(r.createdAt), r.kind, signed(r.amount), r.metric, r.reason]))}`,
   ].join('\n');
 }
 

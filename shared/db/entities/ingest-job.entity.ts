@@ -28,6 +28,8 @@ export const IngestJobSchema = defineEntity({
     sizeBytes: p.bigint('number').nullable(),
     recordCounts: p.json<{ sourceExcerpts: number; facts: number; links: number; total: number }>().nullable(),
     quarantineReason: p.text().nullable(),
+    /** The audience of the source (a limited key's first label; docs/api.md, Audiences), or null. */
+    audience: p.text().nullable(),
   },
 });
 export class IngestJob extends IngestJobSchema.class {}

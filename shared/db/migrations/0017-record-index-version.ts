@@ -2,7 +2,7 @@ import { Migration } from '@mikro-orm/migrations';
 
 /**
  * A per-account version of what full-text retrieval over source records can see, for the API's
- * in-memory copy of the impact index (shared/retrieval/term-index.ts): the copy is used only while
+ * in-memory copy of the account's search index (shared/retrieval/search-index.ts): the copy is used only while
  * its version equals the stored one. Records and their record_term rows change only in the
  * transaction that writes their source row, so a change to any source row (insert, status, audience,
  * deletion) is what moves the version.

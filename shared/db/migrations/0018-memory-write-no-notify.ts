@@ -1,19 +1,8 @@
 import { Migration } from '@mikro-orm/migrations';
 import { ADD_MESSAGES_0016 } from './0016-memory-write-function.ts';
 
-/**
- * cairn_add_messages without its NOTIFY: a transaction that notifies takes PostgreSQL's global notify
- * lock at commit and holds it through the commit's disk flush (queue entries must appear in commit
- * order), so concurrent message writes, each notifying, committed one at a time instead of sharing
- * flushes. The API now notifies after the write has committed, outside its transaction, at most one
- * notification in flight per process (notifyQueued in shared/memory/events.ts); the event row stays
- * the outbox and a dispatcher's poll covers a lost notification.
- */
-export class Migration0018MemoryWriteNoNotify extends Migration {
-  override name = '0018-memory-write-no-notify';
-
-  override up(): void {
-    this.addSql(`create or replace function cairn_add_messages(
+/** The function as 0018 creates it (also what 0022 restores on the way down). */
+export const ADD_MESSAGES_0018 = `create or replace function cairn_add_messages(
         p_account uuid, p_workspace text, p_session text, p_peer text, p_sources uuid[], p_event uuid, p_agent text,
         p_infer boolean, p_idem text, p_request_hash text, p_receipt jsonb, p_created_at timestamptz, p_metadata jsonb,
         p_audience text, p_ids uuid[], p_positions integer[], p_roles text[], p_contents text[], p_hashes text[],
@@ -40,7 +29,21 @@ export class Migration0018MemoryWriteNoNotify extends Migration {
         select exists (select 1 from s), exists (select 1 from p), (select ok from src),
                (select count(*) from e)::integer + 0 * (select count(*) from m)
           into r_session, r_peer, r_sources, r_inserted;
-      end $$;`);
+      end $$;`;
+
+/**
+ * cairn_add_messages without its NOTIFY: a transaction that notifies takes PostgreSQL's global notify
+ * lock at commit and holds it through the commit's disk flush (queue entries must appear in commit
+ * order), so concurrent message writes, each notifying, committed one at a time instead of sharing
+ * flushes. The API now notifies after the write has committed, outside its transaction, at most one
+ * notification in flight per process (notifyQueued in shared/memory/events.ts); the event row stays
+ * the outbox and a dispatcher's poll covers a lost notification.
+ */
+export class Migration0018MemoryWriteNoNotify extends Migration {
+  override name = '0018-memory-write-no-notify';
+
+  override up(): void {
+    this.addSql(ADD_MESSAGES_0018);
   }
 
   override down(): void {

@@ -19,6 +19,13 @@ import { Migration0018MemoryWriteNoNotify } from './0018-memory-write-no-notify.
 import { Migration0019MemoryFillfactor } from './0019-memory-fillfactor.ts';
 import { Migration0020ClaimConflictsOneWay } from './0020-claim-conflicts-one-way.ts';
 import { Migration0021RecordForeignKeys } from './0021-record-foreign-keys.ts';
+import { Migration0022SearchStatistics } from './0022-search-statistics.ts';
+import { Migration0023AudienceBoundaries } from './0023-audience-boundaries.ts';
+import { Migration0024LoginThrottle } from './0024-login-throttle.ts';
+import { Migration0025ExternalIdentities } from './0025-external-identities.ts';
+import { Migration0026OauthClientExpiry } from './0026-oauth-client-expiry.ts';
+import { Migration0027ConnectedAppRedirectUris } from './0027-connected-app-redirect-uris.ts';
+import { Migration0028Embeddings } from './0028-embeddings.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -48,4 +55,11 @@ export const migrationsList = [
   { name: '0019-memory-fillfactor', class: Migration0019MemoryFillfactor },
   { name: '0020-claim-conflicts-one-way', class: Migration0020ClaimConflictsOneWay },
   { name: '0021-record-foreign-keys', class: Migration0021RecordForeignKeys },
+  { name: '0022-search-statistics', class: Migration0022SearchStatistics },
+  { name: '0023-audience-boundaries', class: Migration0023AudienceBoundaries },
+  { name: '0024-login-throttle', class: Migration0024LoginThrottle },
+  { name: '0025-external-identities', class: Migration0025ExternalIdentities },
+  { name: '0026-oauth-client-expiry', class: Migration0026OauthClientExpiry },
+  { name: '0027-connected-app-redirect-uris', class: Migration0027ConnectedAppRedirectUris },
+  { name: '0028-embeddings', class: Migration0028Embeddings },
 ];

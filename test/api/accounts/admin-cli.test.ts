@@ -177,4 +177,16 @@ describe('admin account commands', () => {
     for (const a of run.json.accounts) expect(Object.keys(a).sort()).toEqual(SUMMARY_KEYS);
     expect(run.stdout).not.toMatch(/argon2|password/i);
   });
+
+  it('account link-external links a provider subject to an account (MCP_AUTH_ISSUER or --issuer)', async () => {
+    const run = await admin('account', 'link-external', '--email', first.email, '--subject', 'idp|42', '--issuer', 'https://idp.example/tenant/');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json).toMatchObject({ issuer: 'https://idp.example/tenant', subject: 'idp|42', accountId: expect.any(String) });
+    expect(await sql.query('select issuer, subject from external_identity')).toEqual([{ issuer: 'https://idp.example/tenant', subject: 'idp|42' }]);
+    const noIssuer = await admin('account', 'link-external', '--email', first.email, '--subject', 'idp|43');
+    expect(noIssuer.code).toBe(64);
+    expect(noIssuer.stderr).toContain('--issuer');
+    const ghost = await admin('account', 'link-external', '--email', uniqueEmail('ghost'), '--subject', 'idp|44', '--issuer', 'https://idp.example/tenant');
+    expect(ghost.stderr).toContain('not_found');
+  });
 });

@@ -67,6 +67,15 @@ const MATRIX: Row[] = [
   { method: 'GET', path: '/v1/access', none: 401, browser: 401, cli: 401, apiKey: 200 },
   { method: 'GET', path: '/v1/ingest/jobs', none: 401, browser: 401, cli: 200, apiKey: 200 },
   { method: 'GET', path: `/v1/ingest/jobs/${someId}`, none: 401, browser: 401, cli: 404, apiKey: 404 },
+  { method: 'DELETE', path: `/v1/sources/${someId}`, none: 401, browser: 401, cli: 404, apiKey: 404 },
+  // The console's account-scoped mounts of ingest and memory: the browser session only.
+  { method: 'GET', path: '/v1/account/ingest/jobs', none: 401, browser: 200, cli: 401, apiKey: 401 },
+  { method: 'GET', path: `/v1/account/ingest/jobs/${someId}`, none: 401, browser: 404, cli: 401, apiKey: 401 },
+  { method: 'POST', path: '/v1/account/ingest/url', body: { url: 'http://127.0.0.1/private' }, none: 401, browser: 400, cli: 401, apiKey: 401 },
+  { method: 'DELETE', path: `/v1/account/sources/${someId}`, none: 401, browser: 404, cli: 401, apiKey: 401 },
+  { method: 'POST', path: '/v1/account/memory/workspaces/default/peers/list', none: 401, browser: 200, cli: 401, apiKey: 401 },
+  { method: 'POST', path: '/v1/account/memory/workspaces/default/claims/list', body: { state: 'pending_review' }, none: 401, browser: 200, cli: 401, apiKey: 401 },
+  { method: 'GET', path: `/v1/account/memory/workspaces/default/claims/${someId}`, none: 401, browser: 404, cli: 401, apiKey: 401 },
 ];
 
 describe('credential matrix', () => {

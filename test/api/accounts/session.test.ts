@@ -5,6 +5,8 @@ import { startApi, testTemporalClient } from '../../helpers/services.ts';
 import {
   ApiClient,
   badCsrfVariants,
+  cliSignIn,
+  createKey,
   createTestAccount,
   eventually,
   expectCookieCleared,
@@ -195,5 +197,47 @@ describe('session expiry', () => {
     await sql.query(`update browser_session set expires_at = now() - interval '1 second' where token_hash = $1`, [sha256(cookie)]);
     expect((await status(cookie)).body).toStrictEqual(SIGNED_OUT);
     expectError(await client.get('/v1/account/overview', { as: { cookie } }), 401, 'unauthorized');
+  });
+});
+
+describe('POST /v1/account/password', () => {
+  const NEW = 'a brand new passphrase of some length';
+  const change = (cookie: string, body: unknown, csrf?: boolean) =>
+    client.post('/v1/account/password', { as: { cookie }, body, ...(csrf === undefined ? {} : { csrf }) });
+
+  it('needs the current password; ends every other browser and CLI session; keeps this one and the API keys', async () => {
+    const bob = await createTestAccount(db.orm);
+    const here = await signIn(client, bob);
+    const elsewhere = await signIn(client, bob);
+    const cli = await cliSignIn(client, elsewhere);
+    const key = await createKey(client, { cookie: here }, { name: 'stays', scopes: ['ingest'] });
+
+    expectError(await change(here, { currentPassword: 'not the password at all', newPassword: NEW }), 403, 'forbidden');
+    expectError(await change(here, { currentPassword: bob.password, newPassword: 'short' }), 400, 'validation_error');
+    expectError(await change(here, { currentPassword: bob.password, newPassword: bob.password }), 400, 'validation_error');
+    expectError(await change(here, { currentPassword: bob.password, newPassword: NEW }, false), 403, 'forbidden');
+    expectError(await client.post('/v1/account/password', { as: { bearer: cli }, body: { currentPassword: bob.password, newPassword: NEW } }), 401, 'unauthorized');
+    // Nothing changed so far: the old password still signs in.
+    expect((await client.post('/v1/auth/login', { body: { email: bob.email, password: bob.password } })).status).toBe(200);
+
+    const res = await change(here, { currentPassword: bob.password, newPassword: NEW });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toEqual({ schemaVersion: 'service-password-change-v1', changed: true, browserSessionsEnded: 2, cliSessionsEnded: 1 });
+    expect((await status(here)).body.accountState).toBe('active');
+    expect((await status(elsewhere)).body).toStrictEqual(SIGNED_OUT);
+    expectError(await client.get('/v1/auth/cli/session', { as: { bearer: cli } }), 401, 'unauthorized');
+    expect((await client.get('/v1/access', { as: { bearer: key.secret } })).status).toBe(200);
+    expectError(await client.post('/v1/auth/login', { body: { email: bob.email, password: bob.password } }), 401, 'unauthorized');
+    expect((await client.post('/v1/auth/login', { body: { email: bob.email, password: NEW } })).status).toBe(200);
+  });
+
+  it('wrong current passwords count as failed sign-ins from this address: past the free ones it is 429 even with the right one', async () => {
+    const carol = await createTestAccount(db.orm);
+    const cookie = await signIn(client, carol);
+    const limit = api.config.auth.loginFreeFailures;
+    for (let i = 0; i < limit; i++) expectError(await change(cookie, { currentPassword: `wrong guess number ${i}`, newPassword: NEW }), 403, 'forbidden');
+    const refused = await change(cookie, { currentPassword: carol.password, newPassword: NEW });
+    expectError(refused, 429, 'rate_limited');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 });

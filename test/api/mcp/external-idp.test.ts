@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type McpTool } from '../../../api/mcp/tools/registry.ts';
 import { freePort } from '../../../shared/local/ephemeral.ts';
+import { linkExternalIdentity } from '../../../shared/oauth/external.ts';
 import { ApiClient, createTestAccount, signIn, type Json, type TestAccount } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';
@@ -18,6 +19,7 @@ const probe = defineTool({
   title: 'probe',
   description: 'Test tool.',
   input: z.strictObject({}),
+  output: z.object({ account: z.string(), scopes: z.array(z.string()) }),
   scopes: ['memory.read'],
   annotations: { readOnlyHint: true },
   run: async (ctx) => ({ data: { account: ctx.principal.email, scopes: [...ctx.principal.scopes] } }),
@@ -60,7 +62,7 @@ beforeAll(async () => {
     orm: db.orm,
     temporal,
     tools: [probe] as unknown as McpTool[],
-    env: { MCP_AUTH_ISSUER: issuer, MCP_EXTERNAL_SCOPES: 'memory.read' },
+    env: { MCP_AUTH_ISSUER: issuer },
   });
   alice = await createTestAccount(db.orm);
   aliceCookie = await signIn(new ApiClient(stack.baseUrl), alice);
@@ -83,6 +85,8 @@ const token = (claims: Record<string, unknown> = {}, opts: { aud?: string; iss?:
     .sign(privateKey);
 };
 
+const apps = async () => (await new ApiClient(stack.baseUrl).get('/v1/account/connected-apps', { as: { cookie: aliceCookie } })).body.connectedApps;
+
 const call = async (bearer: string) => {
   const res = await fetch(stack.mcpUrl, {
     method: 'POST',
@@ -97,6 +101,8 @@ describe('external identity provider', () => {
   it('the MCP endpoint names it and republishes only allowlisted fields of its metadata; no built-in server is mounted', async () => {
     const prm = (await (await fetch(new URL('.well-known/oauth-protected-resource', stack.mcpUrl))).json()) as Json;
     expect(prm.authorization_servers).toEqual([issuer]);
+    // The provider's scope names are its own: none are suggested to clients.
+    expect(prm.scopes_supported).toBeUndefined();
     const as = (await (await fetch(new URL('.well-known/oauth-authorization-server', stack.mcpUrl))).json()) as Json;
     expect(as).toEqual({
       issuer,
@@ -109,12 +115,45 @@ describe('external identity provider', () => {
     expect((await fetch(`${stack.baseUrl}/oauth/.well-known/openid-configuration`)).status).toBe(404);
   });
 
-  it('a valid token connects the client with the default scopes, visible to the user', async () => {
+  it('a valid token asks to connect; the application has no access until the user allows it at Cairn', async () => {
+    const first = await call(await token());
+    expect(first.status).toBe(403);
+    expect(first.body.error.message).toContain(`${stack.baseUrl}/apps`);
+    const api = new ApiClient(stack.baseUrl);
+    const pending = (await apps()).find((a: Json) => a.registrations[0].clientId === 'ext-client');
+    expect(pending).toMatchObject({ redirectUris: [], scopes: [], status: 'pending', registrations: [{ clientId: 'ext-client', scopes: [] }] });
+    // Asking again changes nothing until the user decides.
+    expect((await call(await token())).status).toBe(403);
+    const allowed = await api.call('PUT', `/v1/account/connected-apps/${pending.id}`, { as: { cookie: aliceCookie }, body: { scopes: ['memory.read'] } });
+    expect(allowed.status, JSON.stringify(allowed.body)).toBe(200);
+    expect(allowed.body.connectedApp).toMatchObject({ scopes: ['memory.read'], status: 'active' });
     const res = await call(await token());
     expect(res.status).toBe(200);
-    expect(res.body.result.structuredContent).toEqual({ account: alice.email, scopes: ['memory.read', 'query'] });
-    const apps = await new ApiClient(stack.baseUrl).get('/v1/account/connected-apps', { as: { cookie: aliceCookie } });
-    expect(apps.body.connectedApps).toMatchObject([{ clientId: 'ext-client', scopes: ['memory.read'] }]);
+    // Exactly the allowed scope (spec 4.6, 5): no `query`.
+    expect(res.body.result.structuredContent).toEqual({ account: alice.email, scopes: ['memory.read'] });
+  });
+
+  it('allowing needs the CSRF proof and at least one scope; another account cannot allow it', async () => {
+    expect((await call(await token({ client_id: 'ext-csrf' }))).status).toBe(403);
+    const pending = (await apps()).find((a: Json) => a.registrations[0].clientId === 'ext-csrf');
+    const api = new ApiClient(stack.baseUrl);
+    const path = `/v1/account/connected-apps/${pending.id}`;
+    expect((await api.call('PUT', path, { as: { cookie: aliceCookie }, body: { scopes: ['memory.read'] }, csrf: false })).status).toBe(403);
+    expect((await api.call('PUT', path, { as: { cookie: aliceCookie }, body: { scopes: [] } })).status).toBe(400);
+    const bob = await createTestAccount(db.orm);
+    const bobCookie = await signIn(api, bob);
+    expect((await api.call('PUT', path, { as: { cookie: bobCookie }, body: { scopes: ['memory.read'] } })).status).toBe(404);
+    expect((await call(await token({ client_id: 'ext-csrf' }))).status).toBe(403);
+  });
+
+  it('an operator link of the subject stands in for a verified email', async () => {
+    const unverified = { client_id: 'ext-linked', sub: 'idp-user-42', email: undefined, email_verified: undefined };
+    expect((await call(await token(unverified))).status).toBe(401);
+    await linkExternalIdentity(db.orm.em.fork(), { issuer, subject: 'idp-user-42', email: alice.email });
+    expect((await call(await token(unverified))).status).toBe(403); // known now: waiting for the user's approval
+    const pending = (await apps()).find((a: Json) => a.registrations[0].clientId === 'ext-linked');
+    await new ApiClient(stack.baseUrl).call('PUT', `/v1/account/connected-apps/${pending.id}`, { as: { cookie: aliceCookie }, body: { scopes: ['memory.read'] } });
+    expect((await call(await token(unverified))).body.result.structuredContent.account).toBe(alice.email);
   });
 
   it('refuses tokens for another audience or issuer, expired ones, unverified or unknown emails, unsigned ones', async () => {
@@ -124,6 +163,8 @@ describe('external identity provider', () => {
       await token({}, { iss: 'https://other-issuer.example' }),
       await token({}, { iat: now - 7200, exp: now - 3600 }),
       await token({ email_verified: false }),
+      await token({ email_verified: undefined }),
+      await token({ email_verified: 'yes' }),
       await token({ email: 'nobody@example.com' }),
       await token({ client_id: undefined }),
       `${(await token()).split('.').slice(0, 2).join('.')}.AAAA`,
@@ -131,17 +172,18 @@ describe('external identity provider', () => {
     for (const t of bad) expect((await call(t)).status).toBe(401);
   });
 
-  it('revoking the connection refuses tokens issued before it; a later authorization reconnects', async () => {
+  it('revoking the connection refuses tokens issued before it; a later token asks again', async () => {
     const api = new ApiClient(stack.baseUrl);
     const old = await token({ client_id: 'ext-two' });
+    expect((await call(old)).status).toBe(403);
+    const app = (await apps()).find((a: Json) => a.registrations[0].clientId === 'ext-two');
+    await api.call('PUT', `/v1/account/connected-apps/${app.id}`, { as: { cookie: aliceCookie }, body: { scopes: ['memory.read'] } });
     expect((await call(old)).status).toBe(200);
-    const app = (await api.get('/v1/account/connected-apps', { as: { cookie: aliceCookie } })).body.connectedApps.find(
-      (a: Json) => a.clientId === 'ext-two',
-    );
     expect((await api.delete(`/v1/account/connected-apps/${app.id}`, { as: { cookie: aliceCookie } })).status).toBe(200);
     expect((await call(old)).status).toBe(401);
+    // A later token asks again, and waits for the user like the first time.
     const fresh = await token({ client_id: 'ext-two' }, { iat: Math.floor(Date.now() / 1000) + 2 });
-    expect((await call(fresh)).status).toBe(200);
+    expect((await call(fresh)).status).toBe(403);
     expect((await call(old)).status).toBe(401);
   });
 });

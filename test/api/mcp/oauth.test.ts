@@ -1,4 +1,4 @@
-import { auth } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, discoverOAuthServerInfo, exchangeAuthorization, registerClient, startAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ import {
 } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';
-import { Browser, MemoryOAuthClient } from '../../helpers/oauth-client.ts';
+import { Browser, connectWithOauth, consent, MemoryOAuthClient } from '../../helpers/oauth-client.ts';
 import { testTemporalClient } from '../../helpers/services.ts';
 
 // MCP OAuth (spec 5): the MCP SDK client's own OAuth flow against the built-in authorization server,
@@ -26,17 +26,18 @@ import { testTemporalClient } from '../../helpers/services.ts';
 // authorization with the signed-in session, PKCE S256, token, refresh, revocation on the next request,
 // effective scopes from the connected application.
 
-const tool = (name: string, scope: 'memory.read' | 'memory.write') =>
+const tool = (name: string, scope: 'memory.read' | 'memory.write' | 'query') =>
   defineTool({
     name,
     title: name,
     description: `Test tool needing ${scope}.`,
     input: z.strictObject({}),
+    output: z.object({ account: z.string(), kind: z.string(), scopes: z.array(z.string()) }),
     scopes: [scope],
     annotations: { readOnlyHint: scope === 'memory.read' },
     run: async (ctx) => ({ data: { account: ctx.principal.email, kind: ctx.principal.kind, scopes: [...ctx.principal.scopes] } }),
   });
-const TOOLS = [tool('read_probe', 'memory.read'), tool('write_probe', 'memory.write')] as unknown as McpTool[];
+const TOOLS = [tool('read_probe', 'memory.read'), tool('write_probe', 'memory.write'), tool('query_probe', 'query')] as unknown as McpTool[];
 
 let db: TestDatabase;
 let sql: Sql;
@@ -77,35 +78,9 @@ const recordingFetch: typeof fetch = async (input, init) => {
 const transportFor = (oauth: MemoryOAuthClient) =>
   new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { authProvider: oauth, fetch: recordingFetch });
 
-/** The browser part: open the authorization URL signed in, consent with the given scopes, return the code. */
-async function consent(browser: Browser, authorizationUrl: URL, scopes: string[]) {
-  const page = await browser.follow(authorizationUrl.href);
-  expect(page.status, page.text).toBe(200);
-  expect(page.text).toContain('Connect Test MCP client');
-  const action = /<form method="post" action="([^"]+)"/.exec(page.text)![1]!;
-  const done = await browser.request(action, { form: { scope: scopes } });
-  expect(done.status, done.text).toBe(303);
-  const callback = await browser.follow(done.location!);
-  expect(callback.status).toBe(303);
-  const url = new URL(callback.location!);
-  expect(url.origin + url.pathname).toBe('http://127.0.0.1:9/oauth/callback');
-  return url;
-}
-
-/** The whole first connection: 401 → discovery → registration → authorization → code → token. */
-async function connectWithOauth(scopes: string[], oauth = new MemoryOAuthClient(), cookie = aliceCookie) {
-  const first = new Client({ name: 'oauth-test', version: '1.0.0' });
-  const transport = transportFor(oauth);
-  await expect(first.connect(transport)).rejects.toThrow(/Unauthorized/i);
-  expect(oauth.info?.client_id, 'dynamic client registration').toBeTruthy();
-  expect(oauth.authorizationUrl).toBeDefined();
-  const callback = await consent(new Browser(stack.baseUrl, cookie), oauth.authorizationUrl!, scopes);
-  await transport.finishAuth(callback.searchParams.get('code')!);
-  expect(oauth.saved?.access_token).toBeTruthy();
-  const client = new Client({ name: 'oauth-test', version: '1.0.0' });
-  await client.connect(transportFor(oauth));
-  return { oauth, client };
-}
+/** The whole first connection, as alice unless another session is given, with every MCP response recorded. */
+const connect = (scopes: string[], oauth = new MemoryOAuthClient(), cookie = aliceCookie) =>
+  connectWithOauth({ mcpUrl: stack.mcpUrl, baseUrl: stack.baseUrl, cookie, scopes, oauth, fetch: recordingFetch });
 
 const mcpWithToken = async (token: string) => {
   const res = await fetch(stack.mcpUrl, {
@@ -121,41 +96,61 @@ const mcpWithToken = async (token: string) => {
 const connectedApps = async (cookie = aliceCookie) => {
   const res = await api.get('/v1/account/connected-apps', { as: { cookie } });
   expect(res.status).toBe(200);
+  expect(res.body.schemaVersion).toBe('service-connected-app-list-v2');
   return res.body.connectedApps as Json[];
 };
+/** The connected application one of whose registrations is this client. */
+const appOf = async (clientId: string, cookie = aliceCookie) =>
+  (await connectedApps(cookie)).find((a) => a.registrations.some((r: Json) => r.clientId === clientId));
 
 describe('the full flow with the MCP SDK client', () => {
   it('registers, authorizes with the signed-in session, exchanges the code (PKCE S256) and calls tools with the chosen scopes', async () => {
-    const { oauth, client } = await connectWithOauth(['memory.read']);
+    const { oauth, client } = await connect(['memory.read']);
     const authUrl = oauth.authorizationUrl!;
     expect(authUrl.searchParams.get('code_challenge_method')).toBe('S256');
     expect(authUrl.searchParams.get('resource')).toBe(stack.mcpUrl);
-    expect(authUrl.searchParams.get('scope')).toBe('openid');
+    // The client configured no scope: the SDK asks for what the protected-resource metadata lists.
+    expect(authUrl.searchParams.get('scope')).toBe('memory.read memory.write');
     expect(oauth.info).toMatchObject({ token_endpoint_auth_method: 'none' });
-    expect(oauth.saved).toMatchObject({ token_type: expect.stringMatching(/^bearer$/i), refresh_token: expect.any(String) });
+    // The token response names what the user granted (read only), not what was asked.
+    expect(oauth.saved).toMatchObject({ token_type: expect.stringMatching(/^bearer$/i), refresh_token: expect.any(String), scope: 'memory.read' });
 
     const read = await client.callTool({ name: 'read_probe', arguments: {} });
     expect(read.isError).toBeFalsy();
-    expect(read.structuredContent).toEqual({ account: alice.email, kind: 'oauth', scopes: ['memory.read', 'query'] });
+    // Exactly the granted scope (spec 4.6, 5): memory.read carries no `query`.
+    expect(read.structuredContent).toEqual({ account: alice.email, kind: 'oauth', scopes: ['memory.read'] });
     const write = await client.callTool({ name: 'write_probe', arguments: {} });
     expect(write.isError).toBe(true);
     expect(write.structuredContent).toEqual({ error: { code: 'forbidden', message: expect.stringContaining('memory.write') } });
+    const query = await client.callTool({ name: 'query_probe', arguments: {} });
+    expect(query.isError).toBe(true);
+    expect(query.structuredContent).toEqual({ error: { code: 'forbidden', message: expect.stringContaining('query') } });
 
-    const apps = await connectedApps();
-    expect(apps).toContainEqual({
+    const app = await appOf(oauth.info!.client_id);
+    expect(app).toEqual({
       id: expect.any(String),
-      clientId: oauth.info!.client_id,
-      clientName: 'Test MCP client',
+      clientName: oauth.clientMetadata.client_name,
+      redirectUris: [oauth.redirectUrl],
       scopes: ['memory.read'],
-      createdAt: expect.any(String),
+      status: 'active',
+      firstConnectedAt: expect.any(String),
       authorizedAt: expect.any(String),
       lastUsedAt: expect.any(String),
+      registrations: [
+        {
+          clientId: oauth.info!.client_id,
+          scopes: ['memory.read'],
+          connectedAt: app!.firstConnectedAt,
+          authorizedAt: expect.any(String),
+          lastUsedAt: expect.any(String),
+        },
+      ],
     });
     await client.close();
   });
 
   it('stores tokens and codes only as digests', async () => {
-    const { oauth, client } = await connectWithOauth(['memory.read']);
+    const { oauth, client } = await connect(['memory.read']);
     const dump = JSON.stringify(await sql.query('select * from oauth_payload'));
     expect(dump).not.toContain(oauth.saved!.access_token);
     expect(dump).not.toContain(oauth.saved!.refresh_token!);
@@ -163,7 +158,7 @@ describe('the full flow with the MCP SDK client', () => {
   });
 
   it('refreshes: the SDK exchanges the refresh token (rotated) for a new access token that works', async () => {
-    const { oauth, client } = await connectWithOauth(['memory.read', 'memory.write']);
+    const { oauth, client } = await connect(['memory.read', 'memory.write']);
     await client.close();
     const before = oauth.saved!;
     expect(await auth(oauth, { serverUrl: stack.mcpUrl })).toBe('AUTHORIZED');
@@ -171,32 +166,159 @@ describe('the full flow with the MCP SDK client', () => {
     expect(oauth.saved!.refresh_token).not.toBe(before.refresh_token);
     const res = await mcpWithToken(oauth.saved!.access_token);
     expect(res.status).toBe(200);
-    expect(res.body.result.structuredContent.scopes).toEqual(['memory.read', 'memory.write', 'query']);
+    expect(res.body.result.structuredContent.scopes).toEqual(['memory.read', 'memory.write']);
+    expect(oauth.saved!.scope).toBe('memory.read memory.write');
   });
 
   it('effective scopes are read on every request: consenting again with other scopes changes the same token', async () => {
     const oauth = new MemoryOAuthClient();
-    const { client } = await connectWithOauth(['memory.read', 'memory.write'], oauth);
+    const { client } = await connect(['memory.read', 'memory.write'], oauth);
     const token = oauth.saved!.access_token;
     expect((await mcpWithToken(token)).body.result.structuredContent.scopes).toContain('memory.write');
-    // The user authorizes the same client again with read-only access: the old token is now read-only.
+    // The user authorizes the same client again with read-only access: once that code is exchanged,
+    // the old token is read-only too (an authorization that is not completed changes nothing).
     oauth.saved = undefined;
     const second = new Client({ name: 'again', version: '1' });
     await expect(second.connect(transportFor(oauth))).rejects.toThrow(/Unauthorized/i);
-    await consent(new Browser(stack.baseUrl, aliceCookie), oauth.authorizationUrl!, ['memory.read']);
-    expect((await mcpWithToken(token)).body.result.structuredContent.scopes).toEqual(['memory.read', 'query']);
+    const callback = await consent(new Browser(stack.baseUrl, aliceCookie), oauth.authorizationUrl!, ['memory.read']);
+    expect((await mcpWithToken(token)).body.result.structuredContent.scopes).toContain('memory.write');
+    await transportFor(oauth).finishAuth(callback.searchParams.get('code')!);
+    expect((await mcpWithToken(token)).body.result.structuredContent.scopes).toEqual(['memory.read']);
     await client.close();
+  });
+});
+
+/**
+ * An authorization request as a client that names no scope (or only OpenID scopes) sends it, with the
+ * MCP SDK's own discovery, registration, authorization-URL and code-exchange functions.
+ */
+async function authorizeNaming(
+  scope: string | undefined,
+  chosen: string[],
+  { register = scope, name = `Scope-less client ${Math.random().toString(36).slice(2, 8)}` }: { register?: string | null; name?: string } = {},
+) {
+  const { authorizationServerUrl, authorizationServerMetadata: metadata } = await discoverOAuthServerInfo(stack.mcpUrl);
+  const redirectUrl = 'http://127.0.0.1:9/oauth/callback';
+  const clientInformation = await registerClient(authorizationServerUrl, {
+    metadata,
+    clientMetadata: { client_name: name, redirect_uris: [redirectUrl], token_endpoint_auth_method: 'none', ...(register ? { scope: register } : {}) },
+  });
+  const { authorizationUrl, codeVerifier } = await startAuthorization(authorizationServerUrl, {
+    metadata, clientInformation, redirectUrl, scope, resource: new URL(stack.mcpUrl),
+  });
+  expect(authorizationUrl.searchParams.get('scope')).toBe(scope ?? null);
+  const browser = new Browser(stack.baseUrl, aliceCookie);
+  const page = await browser.follow(authorizationUrl.href);
+  const checked = [...page.text.matchAll(/name="scope" value="([^"]+)" checked/g)].map((m) => m[1]);
+  const callback = await consent(browser, authorizationUrl, chosen);
+  const code = callback.searchParams.get('code')!;
+  const beforeExchange = await appOf(clientInformation.client_id);
+  const tokens = await exchangeAuthorization(authorizationServerUrl, {
+    metadata, clientInformation, authorizationCode: code, codeVerifier, redirectUri: redirectUrl, resource: new URL(stack.mcpUrl),
+  });
+  return { clientInformation, checked, beforeExchange, tokens };
+}
+
+describe('scopes (a request naming none gets the documented defaults; the token response names the granted ones)', () => {
+  it('without scope: consent offers the defaults (memory.read, memory.write), the code is issued and its token works', async () => {
+    const { checked, tokens } = await authorizeNaming(undefined, ['memory.read', 'memory.write']);
+    expect(checked).toEqual(['memory.read', 'memory.write']);
+    expect(tokens.scope).toBe('memory.read memory.write');
+    const res = await mcpWithToken(tokens.access_token);
+    expect(res.status).toBe(200);
+    expect(res.body.result.structuredContent.scopes).toEqual(['memory.read', 'memory.write']);
+  });
+
+  it('without scope, granting read only: the token response says memory.read and write tools are refused', async () => {
+    const { tokens } = await authorizeNaming(undefined, ['memory.read']);
+    expect(tokens.scope).toBe('memory.read');
+    expect((await mcpWithToken(tokens.access_token)).body.result.structuredContent.scopes).toEqual(['memory.read']);
+  });
+
+  it('with only OpenID scopes (a client registered with scope "openid"): the defaults too, and an ID token', async () => {
+    const { checked, tokens } = await authorizeNaming('openid', ['memory.write']);
+    expect(checked).toEqual(['memory.read', 'memory.write']);
+    expect(tokens.scope).toBe('memory.write');
+    expect(tokens.id_token).toEqual(expect.any(String));
+    expect((await mcpWithToken(tokens.access_token)).body.result).toMatchObject({ isError: true, structuredContent: { error: { code: 'forbidden' } } });
+  });
+
+  it('every authorization shows consent: right after one, in the same browser, prompt=none is refused', async () => {
+    const oauth = new MemoryOAuthClient();
+    const browser = new Browser(stack.baseUrl, aliceCookie);
+    await expect(new Client({ name: 'x', version: '1' }).connect(transportFor(oauth))).rejects.toThrow(/Unauthorized/i);
+    await consent(browser, oauth.authorizationUrl!, ['memory.read']);
+    // The same browser now holds the provider's session and a grant of memory.read for this client:
+    // asking for no more than that again still shows the consent page.
+    const again = new URL(oauth.authorizationUrl!);
+    again.searchParams.set('scope', 'memory.read');
+    expect((await browser.follow(again.href)).text).toMatch(/Connect .+ to your memory\?/);
+    again.searchParams.set('prompt', 'none');
+    const refused = await browser.follow(again.href);
+    expect(new URL(refused.location!).searchParams.get('error')).toBe('consent_required');
+  });
+
+  it('naming one MCP scope pre-selects it; the user may still grant the other', async () => {
+    const { checked, tokens } = await authorizeNaming('memory.write', ['memory.read', 'memory.write']);
+    expect(checked).toEqual(['memory.write']);
+    expect(tokens.scope).toBe('memory.read memory.write');
+  });
+
+  it('an unknown scope is ignored like an absent one (registering with it is refused)', async () => {
+    await expect(authorizeNaming('mcp:tools', ['memory.read'])).rejects.toThrow(/scope must only contain/);
+    const { tokens } = await authorizeNaming('mcp:tools', ['memory.read'], { register: null });
+    expect(tokens.scope).toBe('memory.read');
+  });
+});
+
+describe('connected applications', () => {
+  it('exist only once a code is exchanged: consent alone, or a refused or abandoned authorization, connects nothing', async () => {
+    const { clientInformation, beforeExchange } = await authorizeNaming(undefined, ['memory.read']);
+    expect(beforeExchange).toBeUndefined();
+    expect(await appOf(clientInformation.client_id)).toMatchObject({ scopes: ['memory.read'] });
+    // Abandoned after the redirect: the code is never exchanged.
+    const oauth = new MemoryOAuthClient();
+    await expect(new Client({ name: 'x', version: '1' }).connect(transportFor(oauth))).rejects.toThrow(/Unauthorized/i);
+    await consent(new Browser(stack.baseUrl, aliceCookie), oauth.authorizationUrl!, ['memory.read']);
+    expect(await appOf(oauth.info!.client_id)).toBeUndefined();
+  });
+
+  it('re-registrations with the same name and redirect URI are one application with its registrations; disconnecting it ends them all', async () => {
+    const name = `Regrouped client ${Math.random().toString(36).slice(2, 8)}`;
+    const first = await connect(['memory.read'], new MemoryOAuthClient(name));
+    const second = await connect(['memory.read', 'memory.write'], new MemoryOAuthClient(name));
+    const other = await connect(['memory.read']); // another name: another application
+    const apps = (await connectedApps()).filter((a) => a.clientName === name);
+    expect(apps).toHaveLength(1);
+    const [app] = apps;
+    expect(app.registrations.map((r: Json) => r.clientId)).toEqual([first.oauth.info!.client_id, second.oauth.info!.client_id]);
+    expect(app.registrations.map((r: Json) => r.scopes)).toEqual([['memory.read'], ['memory.read', 'memory.write']]);
+    expect(app.scopes).toEqual(['memory.read', 'memory.write']);
+    expect(app.firstConnectedAt).toBe(app.registrations[0].connectedAt);
+    expect(app.id).toBe((await appOf(second.oauth.info!.client_id))!.id);
+
+    const revoked = await api.delete(`/v1/account/connected-apps/${app.id}`, { as: { cookie: aliceCookie } });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.connectedApp.registrations).toHaveLength(2);
+    expect((await mcpWithToken(first.oauth.saved!.access_token)).status).toBe(401);
+    expect((await mcpWithToken(second.oauth.saved!.access_token)).status).toBe(401);
+    expect((await mcpWithToken(other.oauth.saved!.access_token)).status).toBe(200);
+    expect(await appOf(first.oauth.info!.client_id)).toBeUndefined();
+    for (const c of [first, second, other]) await c.client.close();
   });
 });
 
 describe('revocation takes effect on the next request', () => {
   it('disconnecting the application: its access token is 401, its refresh token fails; the session and API keys stay', async () => {
-    const { oauth, client } = await connectWithOauth(['memory.read']);
+    const { oauth, client } = await connect(['memory.read']);
     expect((await client.callTool({ name: 'read_probe', arguments: {} })).isError).toBeFalsy();
-    const app = (await connectedApps()).find((a) => a.clientId === oauth.info!.client_id)!;
+    const app = (await appOf(oauth.info!.client_id))!;
     const revoked = await api.delete(`/v1/account/connected-apps/${app.id}`, { as: { cookie: aliceCookie } });
     expect(revoked.status).toBe(200);
-    expect(revoked.body).toEqual({ schemaVersion: 'service-connected-app-v1', connectedApp: { ...app, lastUsedAt: expect.any(String) } });
+    expect(revoked.body).toEqual({
+      schemaVersion: 'service-connected-app-v2',
+      connectedApp: { ...app, lastUsedAt: expect.any(String), registrations: [{ ...app.registrations[0], lastUsedAt: expect.any(String) }] },
+    });
 
     const next = await mcpWithToken(oauth.saved!.access_token);
     expect(next.status).toBe(401);
@@ -217,7 +339,7 @@ describe('revocation takes effect on the next request', () => {
   });
 
   it('RFC 7009 revocation of the access token at the token revocation endpoint', async () => {
-    const { oauth, client } = await connectWithOauth(['memory.read']);
+    const { oauth, client } = await connect(['memory.read']);
     await client.close();
     const res = await fetch(`${stack.baseUrl}/oauth/token/revocation`, {
       method: 'POST',
@@ -229,8 +351,8 @@ describe('revocation takes effect on the next request', () => {
   });
 
   it('another account cannot see or revoke the application (404)', async () => {
-    const { oauth } = await connectWithOauth(['memory.read']);
-    const app = (await connectedApps()).find((a) => a.clientId === oauth.info!.client_id)!;
+    const { oauth } = await connect(['memory.read']);
+    const app = (await appOf(oauth.info!.client_id))!;
     const bob = await createTestAccount(db.orm);
     const bobCookie = await signIn(api, bob);
     expect(await connectedApps(bobCookie)).toEqual([]);
@@ -240,8 +362,8 @@ describe('revocation takes effect on the next request', () => {
 
   it('an API key cannot list or revoke connected applications; a browser revoke needs the CSRF proof', async () => {
     expectError(await api.get('/v1/account/connected-apps', { as: { bearer: aliceKey.secret } }), 401, 'unauthorized');
-    const { oauth } = await connectWithOauth(['memory.read']);
-    const app = (await connectedApps()).find((a) => a.clientId === oauth.info!.client_id)!;
+    const { oauth } = await connect(['memory.read']);
+    const app = (await appOf(oauth.info!.client_id))!;
     const noCsrf = await api.delete(`/v1/account/connected-apps/${app.id}`, { as: { cookie: aliceCookie }, csrf: false });
     expectError(noCsrf, 403, 'forbidden');
     expect((await mcpWithToken(oauth.saved!.access_token)).status).toBe(200);
@@ -255,7 +377,7 @@ describe('the authorization step', () => {
     await expect(new Client({ name: 'x', version: '1' }).connect(transportFor(oauth))).rejects.toThrow(/Unauthorized/i);
     const browser = new Browser(stack.baseUrl);
     const page = await browser.follow(oauth.authorizationUrl!.href);
-    expect(page.text).toContain('Sign in to connect Test MCP client');
+    expect(page.text).toContain(`Sign in to connect ${oauth.clientMetadata.client_name}`);
     const action = /<form method="post" action="([^"]+)"/.exec(page.text)![1]!;
     const wrong = await browser.request(action, { form: { email: bob.email, password: 'not the right password!!' } });
     expect(wrong.status).toBe(401);
@@ -278,7 +400,7 @@ describe('the authorization step', () => {
     const done = await browser.request(abort, { form: {} });
     const callback = await browser.follow(done.location!);
     expect(new URL(callback.location!).searchParams.get('error')).toBe('access_denied');
-    expect((await connectedApps()).map((a) => a.clientName)).not.toContain('Denied client');
+    expect(await appOf(oauth.info!.client_id)).toBeUndefined();
   });
 
   it('consent with no scope chosen is refused on the page', async () => {

@@ -1,5 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { AddressInfo } from 'node:net';
+import { request as httpRequest } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type McpTool } from '../../../api/mcp/tools/registry.ts';
@@ -18,11 +20,23 @@ const probe = defineTool({
   title: 'Probe',
   description: 'Echoes its input and who is calling (test only).',
   input: z.strictObject({ word: z.string().min(1).max(40) }),
+  output: z.object({ word: z.string(), account: z.string(), kind: z.string() }),
   scopes: ['memory.read'],
   annotations: { readOnlyHint: true },
   run: async (ctx, input) => ({ data: { word: input.word, account: ctx.principal.email, kind: ctx.principal.kind } }),
 });
-const TOOLS = [probe] as unknown as McpTool[];
+/** Returns data its output schema does not admit: a server bug the registry must not pass on. */
+const misfit = defineTool({
+  name: 'misfit',
+  title: 'Misfit',
+  description: 'Returns data of the wrong shape (test only).',
+  input: z.strictObject({}),
+  output: z.object({ word: z.string() }),
+  scopes: ['memory.read'],
+  annotations: { readOnlyHint: true },
+  run: async () => ({ data: { word: 42 as unknown as string } }),
+});
+const TOOLS = [probe, misfit] as unknown as McpTool[];
 
 let db: TestDatabase;
 let stack: McpStack;
@@ -95,6 +109,8 @@ describe('discovery metadata', () => {
     expect(body).toMatchObject({
       resource: stack.mcpUrl,
       authorization_servers: [`${stack.baseUrl}/oauth`],
+      // What an MCP client should request (the MCP SDK requests nothing when none are listed).
+      scopes_supported: ['memory.read', 'memory.write'],
       bearer_methods_supported: ['header'],
     });
   });
@@ -112,12 +128,19 @@ describe('discovery metadata', () => {
       code_challenge_methods_supported: ['S256'],
       grant_types_supported: ['authorization_code', 'refresh_token'],
     });
-    // The provider's own document says the same about the endpoints the MCP client uses.
-    const own: Json = await (await fetch(`${stack.baseUrl}/oauth/.well-known/openid-configuration`)).json();
-    for (const k of ['issuer', 'authorization_endpoint', 'token_endpoint', 'registration_endpoint', 'revocation_endpoint']) {
-      expect(body[k], k).toBe(own[k]);
+    expect(body.scopes_supported).toEqual(['openid', 'offline_access', 'profile', 'email', 'memory.read', 'memory.write']);
+    expect(body.response_types_supported).toEqual(['code']);
+    // The provider's own document (at both addresses clients try) says the same, and advertises only
+    // the grants it supports: no implicit grant, no hybrid response types.
+    for (const url of [`${stack.baseUrl}/oauth/.well-known/openid-configuration`, `${stack.baseUrl}/.well-known/oauth-authorization-server/oauth`]) {
+      const own: Json = await (await fetch(url)).json();
+      for (const k of ['issuer', 'authorization_endpoint', 'token_endpoint', 'registration_endpoint', 'revocation_endpoint', 'scopes_supported']) {
+        expect(body[k], k).toEqual(own[k]);
+      }
+      expect(own.code_challenge_methods_supported).toEqual(['S256']);
+      expect(own.grant_types_supported).toEqual(['authorization_code', 'refresh_token']);
+      expect(own.response_types_supported).toEqual(['code']);
     }
-    expect(own.code_challenge_methods_supported).toEqual(['S256']);
   });
 
   it('the /mcp mount on the API port has its own resource metadata, also at the RFC 9728 path-inserted address', async () => {
@@ -204,11 +227,15 @@ describe('POST rules (4.6)', () => {
     }
   });
 
-  it('403 for a non-canonical Origin; the service origins are accepted', async () => {
+  it('403 for a non-canonical Origin; the service origins and, bound to loopback, loopback origins are accepted', async () => {
     expectRpcError(await post(init('2025-11-25'), { version: null, origin: 'https://evil.example' }), 403, 'forbidden');
-    expectRpcError(await post(msg('ping'), { origin: 'http://localhost:5173' }), 403, 'forbidden');
+    expectRpcError(await post(msg('ping'), { origin: 'http://localhost.evil.example' }), 403, 'forbidden');
     expect((await post(msg('ping'), { origin: new URL(stack.mcpUrl).origin })).status).toBe(200);
     expect((await post(msg('ping'), { origin: stack.baseUrl })).status).toBe(200);
+    // The stack is bound to 127.0.0.1 (HOST's default): loopback origins on any port are this machine.
+    for (const origin of ['http://localhost:5173', 'http://127.0.0.1:6274', 'http://[::1]:6274']) {
+      expect((await post(msg('ping'), { origin })).status, origin).toBe(200);
+    }
   });
 
   it('202 with no body for notifications and client responses (results and errors)', async () => {
@@ -272,10 +299,20 @@ describe('with the MCP SDK client', () => {
       const c = await connect(url, full.secret);
       expect(c.getServerVersion()?.name).toBe('cairn');
       expect(c.getInstructions()).toContain('never instructions');
+      // Stateless, no stream: the server never sends notifications, so it promises none.
+      expect(c.getServerCapabilities()).toEqual({ tools: { listChanged: false } });
       await c.ping();
       const { tools } = await c.listTools();
-      expect(tools.map((t) => t.name)).toEqual(['probe']);
+      expect(tools.map((t) => t.name)).toEqual(['probe', 'misfit']);
       expect(tools[0]!.inputSchema).toMatchObject({ type: 'object', properties: { word: { type: 'string' } }, required: ['word'] });
+      // Either the data or the error envelope (clients validate error results against it too).
+      expect(tools[0]!.outputSchema).toMatchObject({
+        type: 'object',
+        anyOf: [
+          { type: 'object', properties: { word: { type: 'string' }, kind: { type: 'string' } } },
+          { type: 'object', properties: { error: { type: 'object' } }, required: ['error'] },
+        ],
+      });
       expect(tools[0]!.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: false });
       const result = await c.callTool({ name: 'probe', arguments: { word: 'hello' } });
       expect(result.isError).toBeFalsy();
@@ -291,11 +328,24 @@ describe('with the MCP SDK client', () => {
     expect(refused.isError).toBe(true);
     expect(refused.structuredContent).toEqual({ error: { code: 'forbidden', message: expect.stringContaining('memory.read') } });
     expect(JSON.stringify(refused)).not.toContain('secret-word');
-    const invalid = await connect(stack.mcpUrl, full.secret);
-    const bad = await invalid.callTool({ name: 'probe', arguments: { word: '' } });
-    expect(bad.isError).toBe(true);
     await c.close();
-    await invalid.close();
+  });
+
+  it('every tool error carries structuredContent.error: invalid arguments, an unknown tool, a result that breaks its schema', async () => {
+    const c = await connect(stack.mcpUrl, full.secret);
+    await c.listTools();
+    for (const args of [{ word: '' }, {}, { word: 'ok', extra: 1 }, { word: 7 }]) {
+      const bad = await c.callTool({ name: 'probe', arguments: args });
+      expect(bad.isError, JSON.stringify(args)).toBe(true);
+      expect(bad.structuredContent).toEqual({ error: { code: 'validation_error', message: expect.stringMatching(/^Invalid arguments for probe: /) } });
+      expect((bad.content as { text: string }[])[0]!.text).toMatch(/^validation_error: /);
+    }
+    const unknown = await c.callTool({ name: 'no_such_tool', arguments: {} });
+    expect(unknown).toMatchObject({ isError: true, structuredContent: { error: { code: 'not_found', message: expect.stringContaining('no_such_tool') } } });
+    const broken = await c.callTool({ name: 'misfit', arguments: {} });
+    expect(broken).toMatchObject({ isError: true, structuredContent: { error: { code: 'internal_error' } } });
+    expect(JSON.stringify(broken)).not.toContain('42');
+    await c.close();
   });
 
   it('the SDK client surfaces a 401 when the key is revoked', async () => {
@@ -322,9 +372,57 @@ describe('rate limit (429)', () => {
   });
 });
 
-describe('local development origins', () => {
-  it('MCP_LOCAL_DEV_ORIGINS=true admits other localhost origins, never foreign ones', async () => {
-    const dev = await startMcpStack({ orm: db.orm, temporal, tools: TOOLS, env: { MCP_LOCAL_DEV_ORIGINS: 'true' } });
+/** A raw POST with the Host header set (fetch does not let a caller choose Host). */
+async function postWithHost(url: string, host: string, origin?: string) {
+  const res = await httpRequest(url, {
+    method: 'POST',
+    headers: {
+      host,
+      ...(origin ? { origin } : {}),
+      authorization: `Bearer ${full.secret}`,
+      accept: 'application/json, text/event-stream',
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify(msg('ping')),
+  });
+  const text = await res.body.text();
+  transcript.push(text);
+  return { status: res.statusCode, body: text ? JSON.parse(text) : undefined };
+}
+
+describe('Host and Origin (DNS rebinding)', () => {
+  it('bound to loopback: the loopback names are accepted as Host on any port, other names are 403 before the credential is read', async () => {
+    const port = new URL(stack.mcpUrl).port;
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, 'LOCALHOST', 'localhost:1']) {
+      expect((await postWithHost(stack.mcpUrl, host)).status, host).toBe(200);
+    }
+    for (const host of ['evil.example', `evil.example:${port}`, 'localhost.evil.example', '127.0.0.1.nip.io', 'user@127.0.0.1', '127.0.0.1:port']) {
+      const res = await postWithHost(stack.mcpUrl, host);
+      expect(res.status, host).toBe(403);
+      expect(res.body.error.data.code).toBe('forbidden');
+    }
+    // A rebinding page sends its own name in both Host and Origin.
+    expect((await postWithHost(stack.mcpUrl, 'evil.example', 'http://evil.example')).status).toBe(403);
+    // The /mcp mount on the API port applies the same rule.
+    expect((await postWithHost(`${stack.baseUrl}/mcp`, 'evil.example')).status).toBe(403);
+    expect((await postWithHost(`${stack.baseUrl}/mcp`, `localhost:${new URL(stack.baseUrl).port}`)).status).toBe(200);
+  });
+
+  it('bound to all interfaces: only the public addresses\' hosts and origins; MCP_LOCAL_DEV_ORIGINS adds loopback origins', async () => {
+    const publicUrl = 'https://mcp.cairn.example/';
+    const open = await startMcpStack({ orm: db.orm, temporal, tools: TOOLS, env: { HOST: '0.0.0.0', MCP_PUBLIC_URL: publicUrl } });
+    try {
+      // The listener itself, not its public address (which a TLS proxy would serve).
+      const url = `http://127.0.0.1:${(open.mcp.server.address() as AddressInfo).port}/`;
+      expect((await postWithHost(url, 'mcp.cairn.example')).status).toBe(200);
+      expect((await postWithHost(url, `127.0.0.1:${new URL(open.baseUrl).port}`)).status).toBe(200); // PUBLIC_BASE_URL's host
+      expect((await postWithHost(url, 'localhost')).status).toBe(403);
+      expect((await postWithHost(url, 'mcp.cairn.example', 'https://mcp.cairn.example')).status).toBe(200);
+      expect((await postWithHost(url, 'mcp.cairn.example', 'http://localhost:5173')).status).toBe(403);
+    } finally {
+      await open.close();
+    }
+    const dev = await startMcpStack({ orm: db.orm, temporal, tools: TOOLS, env: { HOST: '0.0.0.0', MCP_LOCAL_DEV_ORIGINS: 'true' } });
     try {
       expect((await post(msg('ping'), { url: dev.mcpUrl, origin: 'http://localhost:5173' })).status).toBe(200);
       expect((await post(msg('ping'), { url: dev.mcpUrl, origin: 'http://[::1]:6274' })).status).toBe(200);

@@ -1,6 +1,47 @@
 import { useState } from 'preact/hooks';
-import { ApiError, del, type Json } from '../api.ts';
+import { ApiError, del, post, type Json } from '../api.ts';
 import { errorNotice, html, NoticeView, PageTitle, Time, type Notice } from '../ui.ts';
+
+/** Password change: the current password, the new one twice; every other session ends. */
+function PasswordForm() {
+  const [notice, setNotice] = useState<Notice>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (event: SubmitEvent) => {
+    event.preventDefault();
+    const form = event.currentTarget as HTMLFormElement;
+    const data = new FormData(form);
+    if (data.get('newPassword') !== data.get('repeat')) {
+      setNotice({ kind: 'error', text: 'The two new passwords differ.' });
+      return;
+    }
+    setBusy(true);
+    try {
+      const r = await post('/v1/account/password', { currentPassword: String(data.get('currentPassword')), newPassword: String(data.get('newPassword')) });
+      const ended = r.browserSessionsEnded + r.cliSessionsEnded;
+      setNotice({ kind: 'success', text: `Password changed. ${ended === 0 ? 'No other session was signed in.' : `${ended} other ${ended === 1 ? 'session was' : 'sessions were'} signed out.`}` });
+      form.reset();
+    } catch (err) {
+      setNotice(errorNotice(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<section class="card" aria-labelledby="password-title">
+    <h2 id="password-title">Change password</h2>
+    <p class="hint">Every other browser and CLI session of this account is signed out; API keys and connected applications keep working.</p>
+    <${NoticeView} notice=${notice} />
+    <form onSubmit=${submit}>
+      <label for="pw-current">Current password</label>
+      <input id="pw-current" name="currentPassword" type="password" autocomplete="current-password" required />
+      <label for="pw-new">New password</label>
+      <input id="pw-new" name="newPassword" type="password" autocomplete="new-password" required minlength="15" maxlength="128" aria-describedby="pw-hint" />
+      <p id="pw-hint" class="hint">15 to 128 characters.</p>
+      <label for="pw-repeat">New password again</label>
+      <input id="pw-repeat" name="repeat" type="password" autocomplete="new-password" required minlength="15" maxlength="128" />
+      <button type="submit" class="primary" disabled=${busy}>Change password</button>
+    </form>
+  </section>`;
+}
 
 /** The signed-in account, its session, and deletion with typed email confirmation (DELETE /v1/account). */
 export function AccountPage({ session, refreshSession }: { session: Json; refreshSession: () => Promise<void> }) {
@@ -39,6 +80,7 @@ export function AccountPage({ session, refreshSession }: { session: Json; refres
       <div><dt>Signed in</dt><dd><${Time} iso=${session.session.issuedAt} /></dd></div>
       <div><dt>Session expires</dt><dd><${Time} iso=${session.session.expiresAt} /></dd></div>
     </dl>
+    <${PasswordForm} />
     <section class="card danger-zone" aria-labelledby="delete-title">
       <h2 id="delete-title">Delete this account</h2>
       <p>This deletes the account, its sources, memory, keys, CLI sessions and connected applications. It cannot be undone.</p>

@@ -81,6 +81,22 @@ function EvidenceWithCitations({ evidence, citations }: { evidence: Json[]; cita
   </section>`;
 }
 
+/** Each conflict: its topic and the disagreeing statements, each linked to its evidence. */
+function Conflicts({ conflicts, numbers }: { conflicts: Json; numbers: Map<string, number> }) {
+  if (!Array.isArray(conflicts) || conflicts.length === 0) return null;
+  return html`<section aria-labelledby="conflicts-title">
+    <h3 id="conflicts-title">Conflicts</h3>
+    <p class="hint">The evidence disagrees; none of these statements is confirmed.</p>
+    <ul class="plain">${conflicts.map((c: Json) => html`<li class="card small conflict-item">
+      <p class="item-title">${String(c.topic ?? '')}</p>
+      <ul>${(Array.isArray(c.statements) ? c.statements : []).map((text: string, i: number) => {
+        const handle = c.citationHandles?.[i];
+        return html`<li>${text} ${handle ? html`<${CiteLink} handle=${handle} number=${numbers.get(handle)} />` : null}</li>`;
+      })}</ul>
+    </li>`)}</ul>
+  </section>`;
+}
+
 /** A citation handle as a link to the evidence it cites (numbered like the evidence list). */
 const CiteLink = ({ handle, number }: { handle: string; number: number | undefined }) =>
   number === undefined
@@ -94,7 +110,7 @@ const CiteLink = ({ handle, number }: { handle: string; number: number | undefin
 function AnswerText({ answer, numbers }: { answer: Json; numbers: Map<string, number> }) {
   if (Array.isArray(answer.sentences) && answer.sentences.length > 0) {
     return html`<p class="answer-text">${answer.sentences.map(
-      (s: Json) => html`<span class="sentence">${String(s.text ?? '')}${' '}${(Array.isArray(s.citations) ? s.citations : []).map(
+      (s: Json) => html`<span class=${s.note ? 'sentence note' : 'sentence'}>${String(s.text ?? '')}${' '}${(Array.isArray(s.citations) ? s.citations : []).map(
         (h: string) => html`<${CiteLink} handle=${h} number=${numbers.get(h)} /> `,
       )}</span> `,
     )}</p>`;
@@ -105,7 +121,8 @@ function AnswerText({ answer, numbers }: { answer: Json; numbers: Map<string, nu
   )}</p>`;
 }
 
-function Result({ r, credits }: { r: Json; credits: Record<string, string> }) {
+/** A QueryResult with its credit headers (also the memory page's search). */
+export function QueryResultView({ r, credits }: { r: Json; credits: Record<string, string> }) {
   const evidence: Json[] = Array.isArray(r.evidence) ? r.evidence : [];
   const citations: Json[] = Array.isArray(r.citations) ? r.citations : [];
   const numbers = new Map<string, number>();
@@ -140,12 +157,16 @@ function Result({ r, credits }: { r: Json; credits: Record<string, string> }) {
     <${EvidenceWithCitations} evidence=${evidence} citations=${citations} />
     <${List} title="Gaps" items=${r.gaps} />
     <${List} title="Limitations" items=${r.limitations} />
-    <${List} title="Conflicts" items=${r.conflicts} />
+    <${Conflicts} conflicts=${r.conflicts} numbers=${numbers} />
     <details><summary>Full JSON response</summary><pre class="json">${JSON.stringify(r, null, 2)}</pre></details>
   </section>`;
 }
 
-export function PlaygroundPage() {
+/**
+ * A query form and its result, on POST /v1/account/answers/query. `scope` narrows it (the memory page
+ * passes the peer: `peer_ids`); every run has a fresh idempotency key and spends like an API call.
+ */
+export function QueryRunner({ id, label, scope = {} }: { id: string; label: string; scope?: Json }) {
   const [notice, setNotice] = useState<Notice>(null);
   const [busy, setBusy] = useState(false);
   const [result, setResult] = useState<{ r: Json; credits: Record<string, string> } | null>(null);
@@ -161,6 +182,7 @@ export function PlaygroundPage() {
         mode: String(form.get('mode')),
         query: String(form.get('query')),
         ...(preset ? { preset } : {}),
+        ...scope,
       });
       const h = (n: string) => res.headers.get(n) ?? undefined;
       const credits = Object.fromEntries(
@@ -174,20 +196,18 @@ export function PlaygroundPage() {
       setBusy(false);
     }
   };
-  return html`<${PageTitle}>Answers playground</${PageTitle}>
-    <p>Ask your sources and memory a question as your account. Each run spends query quota and credits like an API call.</p>
-    <form onSubmit=${submit} class="card">
-      <label for="pg-query">Question</label>
-      <textarea id="pg-query" name="query" rows="3" required maxlength="4000"></textarea>
+  return html`<form onSubmit=${submit} class="card">
+      <label for=${`${id}-query`}>${label}</label>
+      <textarea id=${`${id}-query`} name="query" rows="3" required maxlength="4000"></textarea>
       <div class="row">
-        <div><label for="pg-mode">Mode</label>
-          <select id="pg-mode" name="mode">
+        <div><label for=${`${id}-mode`}>Mode</label>
+          <select id=${`${id}-mode`} name="mode">
             <option value="answer">answer (cited answer)</option>
             <option value="context">context</option>
             <option value="evidence">evidence</option>
           </select></div>
-        <div><label for="pg-preset">Preset</label>
-          <select id="pg-preset" name="preset">
+        <div><label for=${`${id}-preset`}>Preset</label>
+          <select id=${`${id}-preset`} name="preset">
             <option value="">default</option>
             <option value="accuracy">accuracy</option>
             <option value="efficient">efficient</option>
@@ -196,5 +216,11 @@ export function PlaygroundPage() {
       <button type="submit" class="primary" disabled=${busy}>${busy ? 'Running…' : 'Run'}</button>
     </form>
     <${NoticeView} notice=${notice} />
-    ${result ? html`<${Result} r=${result.r} credits=${result.credits} />` : null}`;
+    ${result ? html`<${QueryResultView} r=${result.r} credits=${result.credits} />` : null}`;
+}
+
+export function PlaygroundPage() {
+  return html`<${PageTitle}>Answers playground</${PageTitle}>
+    <p>Ask your sources and memory a question as your account. Each run spends query quota and credits like an API call.</p>
+    <${QueryRunner} id="pg" label="Question" />`;
 }

@@ -84,6 +84,7 @@ export function UsagePage() {
       </section>
       <section aria-labelledby="ledger-title">
         <h2 id="ledger-title">Recent credit ledger</h2>
+        <p class="hint">One line per operation: what it cost in the end (debits negative), after any unused reserve was refunded.</p>
         ${u.ledger.length === 0
           ? html`<p class="muted">No ledger rows yet.</p>`
           : html`<div class="table-wrap"><table>
@@ -91,7 +92,7 @@ export function UsagePage() {
               <th scope="col">Reason</th><th scope="col">Monthly after</th><th scope="col">Onboarding after</th></tr></thead>
             <tbody>${u.ledger.map(
               (r: Json) => html`<tr key=${r.id}><td><${Time} iso=${r.createdAt} /></td><td>${r.kind}</td>
-                <td class=${r.amount < 0 ? 'neg' : 'pos'}>${r.amount > 0 ? '+' : ''}${num(r.amount)}</td>
+                <td class=${r.amount < 0 ? 'neg' : r.amount > 0 ? 'pos' : ''}>${r.amount > 0 ? '+' : ''}${num(r.amount)}</td>
                 <td>${r.metric ?? '—'}</td><td>${r.reason ?? '—'}</td><td>${num(r.monthlyAfter)}</td><td>${num(r.onboardingAfter)}</td></tr>`,
             )}</tbody></table></div>`}
       </section>`}
