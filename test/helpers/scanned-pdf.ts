@@ -19,7 +19,7 @@ export async function scannedPdf(pages: string[][], opts: { textPages?: number[]
   const rendered = await openPdf(typesetBytes).promise;
   const out = await PDFDocument.create();
   const [textCopies, scans] = [await PDFDocument.load(typesetBytes), [] as Buffer[]];
-  for (let n = 1; n <= pages.length; n++) scans.push(await renderPage(rendered, n));
+  for (let n = 1; n <= pages.length; n++) scans.push((await renderPage(rendered, n)).toBuffer('image/png'));
   await rendered.destroy();
   for (let n = 1; n <= pages.length; n++) {
     if (opts.textPages?.includes(n)) {
