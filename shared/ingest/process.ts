@@ -243,9 +243,10 @@ export async function completeJob(em: EntityManager, jobId: string, status: 'suc
 
 export async function failJob(em: EntityManager, jobId: string, failure: { message: string; retryable: boolean }): Promise<void> {
   await em.getConnection().execute(
-    `update ingest_job set status = 'failed', failure = ?::jsonb, completed_at = coalesce(completed_at, now()), updated_at = now()
+    `with ocr as (delete from ocr_page where owner_id = ?)
+     update ingest_job set status = 'failed', failure = ?::jsonb, completed_at = coalesce(completed_at, now()), updated_at = now()
       where id = ? and status = 'queued'`,
-    [JSON.stringify({ ...failure, failedAt: new Date().toISOString() }), jobId],
+    [jobId, JSON.stringify({ ...failure, failedAt: new Date().toISOString() }), jobId],
   );
 }
 

@@ -148,6 +148,13 @@ describe('provider-backed previews', () => {
     expect(daily.body.error).toMatchObject({ code: 'processing_budget_exceeded', message: expect.stringContaining("4 pages of today's provider budget of 4 pages are used") });
     expect(await reservations(a.id)).toBe(2);
     expect((await call(api.baseUrl, a.key, 'GET', '/v1/access')).body.processingBudgets.ocr).toMatchObject({ pagesPerRequest: 2, pagesPerDay: 4, pagesUsedToday: 4 });
+
+    // Past its retention a preview's text is removed (by the next provider-backed preview) and no longer reused.
+    const [kept] = await sql<{ id: string }>(`update provider_preview set created_at = now() - interval '2 days' where account_id = ? and status = 'ready' returning id`, [a.id]);
+    expect(await sql('select page from ocr_page where owner_id = ?', [kept!.id])).toHaveLength(2);
+    expect((await call(api.baseUrl, a.key, 'POST', '/v1/ingest/file', upload(await scannedPdf([['A page read after the expiry']])))).status).toBe(200);
+    expect(await sql('select status from provider_preview where id = ?', [kept!.id])).toEqual([{ status: 'expired' }]);
+    expect(await sql('select page from ocr_page where owner_id = ?', [kept!.id])).toEqual([]);
   });
 
   it('refuse with 402 account_credits_exhausted when credits cannot cover the OCR; a live job that cannot pay fails, not retryable', { timeout: 120_000 }, async () => {

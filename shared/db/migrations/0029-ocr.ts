@@ -5,7 +5,7 @@ import { Migration } from '@mikro-orm/migrations';
  * ingest job (live OCR, kept until the job's build commits) or by a provider-backed preview (kept for
  * its retention, so queueing the same bytes reuses it), with the credit reservation that paid for it.
  * `provider_preview`: each provider-backed preview (its id is its credit reservation), for the daily
- * provider budget and for reuse. The per-account budgets override OCR_PREVIEW_MAX_PAGES and
+ * provider budget and for reuse; a ready preview's text is removed when it expires (status 'expired'). The per-account budgets override OCR_PREVIEW_MAX_PAGES and
  * OCR_PREVIEW_DAILY_PAGES when set.
  */
 export class Migration0029Ocr extends Migration {
@@ -27,10 +27,11 @@ export class Migration0029Ocr extends Migration {
       sha256 text not null,
       content_type text not null,
       pages integer not null check (pages >= 0),
-      status text not null check (status in ('running', 'ready', 'failed', 'used')),
+      status text not null check (status in ('running', 'ready', 'failed', 'used', 'expired')),
       created_at timestamptz not null default now()
     );`);
     this.addSql('create index provider_preview_account_idx on provider_preview (account_id, created_at);');
+    this.addSql(`create index provider_preview_ready_idx on provider_preview (created_at) where status = 'ready';`);
     this.addSql('alter table account add column ocr_preview_max_pages integer check (ocr_preview_max_pages >= 0), add column ocr_preview_daily_pages integer check (ocr_preview_daily_pages >= 0);');
   }
 

@@ -52,9 +52,9 @@ async function open(deps: ProviderPreviewDeps, accountId: string, bytes: Uint8Ar
     const reserved = await reserve(tx, { reservationId: id, accountId, metric: 'ingest', baseCost: 0, maxProviderCost: cost, consumeQuota: true });
     await bound(tx, `insert into provider_preview (id, account_id, sha256, content_type, pages, status) values (?, ?, ?, ?, ?, 'running')`,
       [id, accountId, createHash('sha256').update(bytes).digest('hex'), contentType, pages]);
-    // Text of this account's previews past their retention is no longer reusable.
-    await bound(tx, `delete from ocr_page where owner_id in (select id from provider_preview where account_id = ? and status = 'ready'
-      and created_at < now() - ? * interval '1 millisecond')`, [accountId, deps.ocr.previewRetentionMs]);
+    // Text of previews past their retention (any account's) is no longer reusable: it goes.
+    await bound(tx, `with gone as (update provider_preview set status = 'expired' where status = 'ready' and created_at < now() - ? * interval '1 millisecond'
+      returning id) delete from ocr_page where owner_id in (select id from gone)`, [deps.ocr.previewRetentionMs]);
     return reserved;
   });
 }
