@@ -12,9 +12,8 @@ import { startIngestJob } from '../temporal/workflows.ts';
 import type { FreeWorkLimiter } from '../ops/free-work.ts';
 import { ExtractionError, normalizeContentType, type SupportedContentType } from './extract/index.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
-import { providerBackedPreview, type ProviderPreviewDeps } from './ocr/preview.ts';
+import { providerBackedPreview, withRecognisedText, type OcrPlan, type ProviderPreviewDeps } from './ocr/preview.ts';
 import { previewedPages, takePreview, type ExactPreview } from './ocr/reuse.ts';
-import type { Plan } from './prepare.ts';
 import { FetchRefusedError, safeFetch } from './safe-fetch.ts';
 import { assertFetchableUrl, parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
@@ -97,7 +96,7 @@ export async function previewFile(deps: IngestDeps, principal: Principal, bytes:
   return deps.freeWork.run(principal.accountId, () => planOf(deps, principal.accountId, bytes, contentType, null));
 }
 
-export type Previewed = { plan: Plan; headers: Record<string, string> };
+export type Previewed = { plan: OcrPlan; headers: Record<string, string> };
 
 /**
  * A dry run's plan: free when the built-in extractors suffice; provider-backed (paid, budgeted:
@@ -110,7 +109,7 @@ async function planOf(deps: IngestDeps, accountId: string, bytes: Uint8Array, co
   const stored = await previewedPages(deps.em, exactPreview(deps, accountId, bytes, contentType));
   if (stored && first.needsOcr.every((n) => stored.some((p) => p.page === n))) {
     const again = await refusedAs400(deps.extraction.preview(accountId, bytes, contentType, finalUrl, stored));
-    if (!('needsOcr' in again)) return { plan: again, headers: {} };
+    if (!('needsOcr' in again)) return { plan: withRecognisedText(again, stored), headers: {} };
   }
   return providerBackedPreview({ ...deps.ocr, em: deps.em }, accountId, { bytes, contentType, needsOcr: first.needsOcr }, (ocr) =>
     deps.extraction.preview(accountId, bytes, contentType, finalUrl, ocr));

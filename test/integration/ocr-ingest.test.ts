@@ -92,6 +92,8 @@ describe('provider-backed previews', () => {
     expect(paid.status).toBe(200);
     expect(paid.body.plan).toMatchObject({ estimatedCredits: 2, pages: 2, structureOnly: false, warnings: ['Text of pages 1, 2 was recognised by OCR (scanned pages).'] });
     expect(paid.body.plan.records.facts).toBeGreaterThan(0);
+    expect(paid.body.plan.recognisedText.map((p: Json) => p.page)).toEqual([1, 2]);
+    expect(paid.body.plan.recognisedText[1].text).toContain('Ada Lovelace2 counted 102 migrating terns');
     expect(paid.headers.get('x-service-credit-cost')).toBe('2');
     expect(paid.headers.get('x-service-credit-remaining')).toBe('998');
     expect(paid.headers.get('x-service-quota-metric')).toBe('ingest');
@@ -101,7 +103,7 @@ describe('provider-backed previews', () => {
     // The same bytes again: the kept text is used, no provider call, nothing spent.
     const again = await call(api.baseUrl, a.key, 'POST', '/v1/ingest/file', upload(twoScans));
     expect(again.status).toBe(200);
-    expect(again.body.plan).toEqual(expect.objectContaining({ records: paid.body.plan.records, estimatedCredits: 0 }));
+    expect(again.body.plan).toEqual(expect.objectContaining({ records: paid.body.plan.records, estimatedCredits: 0, recognisedText: paid.body.plan.recognisedText }));
     expect(await charged(a.id)).toBe(2);
     expect(await ingestUnits(a.id)).toBe(1);
 

@@ -20,13 +20,29 @@ import { lockBalance } from '../../metering/ledger.ts';
 import { quotaHeaders } from '../../metering/quotas.ts';
 import { creditHeaders, reserve, settle, type Reserved } from '../../metering/reservations.ts';
 import { ExtractionError, type SupportedContentType } from '../extract/index.ts';
-import type { NeedsOcr, Plan } from '../prepare.ts';
+import { PREVIEW_TEXT_LIMIT, type NeedsOcr, type Plan } from '../prepare.ts';
 import { processingBudget } from './budgets.ts';
 import { OCR_BATCH_PAGES } from './live.ts';
 import { storePages } from './pages.ts';
 import { verifiedPages, type PageText, type TextProvider } from './provider.ts';
 
 export type ProviderPreviewDeps = { em: EntityManager; provider: TextProvider; ocr: Config['ocr']; logger: Logger };
+
+/** A plan of a PDF with scanned pages, with their recognised text. */
+export type OcrPlan = Plan & { recognisedText?: PageText[] };
+
+/** The plan with the recognised pages, as many as fit the preview text limit (about 384 KB). */
+export function withRecognisedText(plan: Plan, pages: PageText[]): OcrPlan {
+  const shown: PageText[] = [];
+  let size = 0;
+  for (const p of pages) {
+    if (size + p.text.length > PREVIEW_TEXT_LIMIT) break;
+    size += p.text.length;
+    shown.push(p);
+  }
+  const cut = shown.length < pages.length ? [`Recognised text is shown for ${shown.length} of ${pages.length} pages (about 384 KB); live processing uses all of it.`] : [];
+  return { ...plan, recognisedText: shown, warnings: [...plan.warnings, ...cut] };
+}
 
 const budgetExceeded = (message: string, headers: Record<string, string>) => new AppError(402, 'processing_budget_exceeded', message, headers);
 const pagesOf = (n: number) => `${n} page${n === 1 ? '' : 's'}`;
@@ -78,13 +94,13 @@ export async function providerBackedPreview(
   accountId: string,
   input: { bytes: Uint8Array; contentType: SupportedContentType; needsOcr: number[] },
   planWith: (ocr: PageText[]) => Promise<Plan | NeedsOcr>,
-): Promise<{ plan: Plan; headers: Record<string, string> }> {
+): Promise<{ plan: OcrPlan; headers: Record<string, string> }> {
   const rate = deps.provider.creditsPerPage;
   const reserved = await open(deps, accountId, input.bytes, input.contentType, input.needsOcr.length);
   const quota = reserved.quota ? quotaHeaders(reserved.quota) : {};
   const deadline = Date.now() + deps.ocr.previewTimeoutMs;
   const done: PageText[] = [];
-  let plan: Plan;
+  let plan: OcrPlan;
   try {
     for (let i = 0; i < input.needsOcr.length; i += OCR_BATCH_PAGES) {
       const batch = input.needsOcr.slice(i, i + OCR_BATCH_PAGES);
@@ -94,7 +110,7 @@ export async function providerBackedPreview(
     }
     const planned = await planWith(done);
     if ('needsOcr' in planned) throw new Error(`pages ${planned.needsOcr.join(', ')} still have no text after OCR`);
-    plan = { ...planned, estimatedCredits: done.length * rate };
+    plan = withRecognisedText({ ...planned, estimatedCredits: done.length * rate }, done);
   } catch (err) {
     throw await failed(deps, reserved, quota, done.length, err);
   }
