@@ -223,17 +223,6 @@ async function storedResult(em: EntityManager, jobId: string, status: 'succeeded
   return { status, quarantineReason: row?.quarantine_reason ?? null, counts };
 }
 
-/**
- * Terminal state for workflows started before the build step completed the job itself (replayed
- * histories still schedule this activity). A no-op for jobs that already ended.
- */
-export async function completeJob(em: EntityManager, jobId: string, status: 'succeeded' | 'quarantined'): Promise<void> {
-  await em.transactional(async (tx) => {
-    await q(tx, `update ingest_job set status = ?, completed_at = coalesce(completed_at, now()), updated_at = now() where id = ? and status = 'queued'`, [status, jobId]);
-    await q(tx, 'delete from ingest_blob where job_id = ?', [jobId]);
-  });
-}
-
 export async function failJob(em: EntityManager, jobId: string, failure: { message: string; retryable: boolean }): Promise<void> {
   await em.getConnection().execute(
     `update ingest_job set status = 'failed', failure = ?::jsonb, completed_at = coalesce(completed_at, now()), updated_at = now()
