@@ -73,8 +73,6 @@ runMain(async () => {
       DATABASE_URL: db.url,
       TEMPORAL_ADDRESS: temporal.address,
       CAIRN_SUPERVISOR_PID: String(process.pid),
-      // The worker may lower its backends' CPU priority only when the database runs on this host.
-      ...(db.embedded ? { CAIRN_EMBEDDED_DATABASE: '1' } : {}),
     };
     for (const name of ['worker', 'api']) {
       const child = spawn(process.execPath, [script(name)], { env, stdio: ['ignore', 'inherit', 'inherit'] });
