@@ -44,6 +44,7 @@ runMain(async () => {
     await running;
   }, config.shutdownTimeoutMs);
   exitWithSupervisor();
+  process.channel?.unref(); // the supervisor's IPC channel (npm start) never keeps this process alive
 
   // The worker outlives the Temporal server: when the server goes away (restart, network) the SDK
   // worker fails; we reconnect with backoff instead of exiting, so no supervisor is needed for that.
@@ -68,6 +69,8 @@ runMain(async () => {
         });
         if (stopping) break;
         logger.info({ identity: current.identity, taskQueues: taskQueuesFor(config.temporal.taskQueue), slots: config.worker.slots }, 'worker started');
+        // Under `npm start` the supervisor says the service is ready only once the worker polls (bin/start.ts).
+        if (process.connected) process.send?.('ready');
         backoffMs = 1000;
         await current.run();
       } catch (err) {

@@ -85,8 +85,9 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     try {
       const conn = await Connection.connect({ address, connectTimeout: '1s' });
       try {
+        // Serving means both: the frontend answers its health check and the Web UI (started after it) answers.
         const res = await conn.healthService.check({});
-        if (res.status === 1) return { address, uiUrl, process: child, stop };
+        if (res.status === 1 && (await fetch(uiUrl, { signal: AbortSignal.timeout(2000) })).ok) return { address, uiUrl, process: child, stop };
       } finally {
         await conn.close();
       }
