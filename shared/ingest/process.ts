@@ -168,7 +168,7 @@ export async function buildSourceRecords(
  * the database is the busier side while ingesting. Section paths (ragged, and shared by many records)
  * travel once each, as JSON, and rows refer to them by index. The same statement adds the batch's rows
  * of the retrieval impact index (record_term, shared/retrieval/terms.ts) from the stored tsvectors, and
- * the batch's count and length to its source's totals (retrieval's statistics, migration 0022).
+ * the batch's count and length to its source's totals (retrieval's statistics; docs/schema.sql).
  */
 async function insertRecords(
   tx: EntityManager, accountId: string, sourceId: string, rows: RecordRow[], vectors: { model: string; byRecord: Map<string, string | null> } | null,
