@@ -30,7 +30,8 @@ export type ClusterLayout = ReturnType<typeof clusterLayout>;
 
 const replicas = z.coerce.number().int().min(1).max(MAX_REPLICAS);
 const clusterEnv = z.object({
-  CLUSTER_PORT: z.coerce.number().int().min(1024).max(65_535 - 50).default(DEFAULT_CLUSTER_PORT),
+  // Temporal keeps membership ports in a smallint column: every port stays below 32768.
+  CLUSTER_PORT: z.coerce.number().int().min(1024).max(32_700).default(DEFAULT_CLUSTER_PORT),
   CLUSTER_APIS: replicas.default(2),
   CLUSTER_WORKERS: replicas.default(2),
   DBNAME: z.string().regex(/^\w+$/).default('temporal'),

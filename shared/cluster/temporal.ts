@@ -28,6 +28,14 @@ export const DEPLOY_DIR = fileURLToPath(new URL('../../deploy/temporal/', import
 
 export type TemporalBinaries = { server: string; sqlTool: string; ui: string; uiRoot: string };
 
+/** Where the binaries of this version are built and found: $XDG_CACHE_HOME/cairn (default ~/.cache/cairn). */
+export function temporalBinaryPaths(): TemporalBinaries {
+  const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'cairn');
+  const serverDir = path.join(cache, `temporal-server-${TEMPORAL_SERVER_VERSION}`);
+  const uiRoot = path.join(cache, `temporal-ui-${TEMPORAL_UI_VERSION}`);
+  return { server: path.join(serverDir, 'server'), sqlTool: path.join(serverDir, 'sql'), ui: path.join(uiRoot, 'server'), uiRoot };
+}
+
 /**
  * The server, its SQL tool and the UI server, built once with `go install` (like the Temporal CLI,
  * shared/temporal/cli.ts; about 5 minutes for the server) into a cache directory per version:
@@ -35,12 +43,9 @@ export type TemporalBinaries = { server: string; sqlTool: string; ui: string; ui
  * temporalio/ui image uses) is copied next to it from the module.
  */
 export async function resolveTemporalBinaries(log: (message: string) => void): Promise<TemporalBinaries> {
-  const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'cairn');
-  const serverDir = path.join(cache, `temporal-server-${TEMPORAL_SERVER_VERSION}`);
-  const uiRoot = path.join(cache, `temporal-ui-${TEMPORAL_UI_VERSION}`);
-  const found: TemporalBinaries = {
-    server: path.join(serverDir, 'server'), sqlTool: path.join(serverDir, 'sql'), ui: path.join(uiRoot, 'server'), uiRoot,
-  };
+  const found = temporalBinaryPaths();
+  const { uiRoot } = found;
+  const serverDir = path.dirname(found.server);
   const missingServer = !(await isExecutable(found.server)) || !(await isExecutable(found.sqlTool));
   const uiConfig = path.join(uiRoot, 'config', 'docker.yaml');
   const missingUi = !(await isExecutable(found.ui)) || !(await access(uiConfig).then(() => true, () => false));
