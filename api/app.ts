@@ -118,10 +118,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     await app.register(connectedAppRoutes);
     await app.register(consolePlugin);
-    await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex });
+    await app.register(queryRoutes, { config: deps.config, searchIndex: deps.searchIndex });
     for (const mount of [MEMORY_API, MEMORY_CONSOLE]) {
       for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
-        await app.register(routes, { ...mount, config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex, freeWork: deps.freeWork });
+        await app.register(routes, { ...mount, config: deps.config, searchIndex: deps.searchIndex, freeWork: deps.freeWork });
       }
     }
     const provider = deps.oauth?.provider;
@@ -136,7 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const options = {
       config: deps.config,
       tools: deps.mcpTools ?? MCP_TOOLS,
-      toolDeps: { config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex, freeWork: deps.freeWork },
+      toolDeps: { config: deps.config, searchIndex: deps.searchIndex, freeWork: deps.freeWork },
       rateLimiter: deps.rateLimiter,
       resolveOauthToken: deps.oauth.resolveToken,
       authServerMetadata: deps.oauth.metadata,

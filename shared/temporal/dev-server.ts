@@ -39,8 +39,6 @@ export type DevServerOptions = {
   namespace: string;
   log?: (message: string) => void;
   readyTimeoutMs?: number;
-  /** Nice value the server runs at (through nice(1), so all its threads have it); 0 = unchanged. */
-  nice?: number;
 };
 
 export type DevServer = { address: string; uiUrl: string; process: ChildProcess; stop(): Promise<void> };
@@ -63,9 +61,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     ...DEV_SERVER_ARGS,
   ];
   if (opts.namespace !== 'default') args.push('--namespace', opts.namespace);
-  // nice(1) execs the server: the child's pid is the server's, and every thread it starts inherits.
-  const [command, argv] = opts.nice ? ['nice', ['-n', String(opts.nice), opts.cli, ...args]] : [opts.cli, args];
-  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(opts.cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
     output.push(chunk.toString());
@@ -93,7 +89,9 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     if (exited !== undefined) {
       throw new Error(`temporal server start-dev exited with code ${exited}:\n${output.join('')}`);
     }
-    if (await temporalServing(address)) return { address, uiUrl, process: child, stop };
+    // Serving means both: the frontend answers its health check and the Web UI (started after it) answers.
+    const uiAnswers = () => fetch(uiUrl, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+    if ((await temporalServing(address)) && (await uiAnswers())) return { address, uiUrl, process: child, stop };
     if (Date.now() > deadline) {
       await stop();
       throw new Error(`Temporal dev server did not become ready at ${address}:\n${output.join('')}`);

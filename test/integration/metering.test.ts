@@ -49,7 +49,7 @@ const ledgerRows = (accountId: string, kind?: string) =>
     );
 
 function deps(): MeteringDeps {
-  return { em: db.orm.em.fork(), temporal: temporal.client, taskQueue, settlementGraceMs: 60_000, logger: memoryLogger().logger };
+  return { em: db.orm.em.fork(), logger: memoryLogger().logger };
 }
 
 describe('credit ledger', () => {
