@@ -58,7 +58,7 @@ runMain(async () => {
           temporalAddress: requireTemporalAddress(config),
           namespace: config.temporal.namespace,
           taskQueue: config.temporal.taskQueue,
-          ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs },
+          ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs, ocrCreditsPerPage: config.ocr.creditsPerPage },
           memoryDeriver: config.memory.deriver,
           embeddings: config.embeddings,
           metrics,

@@ -9,6 +9,7 @@ import type { RecordCounts, RecordRow } from './prepare.ts';
 import { embedForStorage, toHex, type Embedder } from '../retrieval/embeddings.ts';
 import { recordTermRows } from '../retrieval/terms.ts';
 import { fetchSource } from './submit.ts';
+import { storedPages } from './ocr/pages.ts';
 import { parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
 // The steps of an ingest job, called by the ingest workflow's activities. Each is idempotent: the
@@ -85,6 +86,9 @@ export class UnsupportedSourceError extends Error {
 
 const RECORD_BATCH = 2000;
 
+/** The build found scanned pages that have no recognised text yet: the workflow runs OCR on them, then builds again. */
+export type NeedsOcrResult = { status: 'needs_ocr'; pages: number[] };
+
 export type ProcessResult = {
   status: 'succeeded' | 'quarantined';
   quarantineReason: string | null;
@@ -106,7 +110,7 @@ export async function buildSourceRecords(
   attempt?: number,
   /** Makes the excerpts' vectors (EMBEDDINGS_*): best effort, stored with the records. */
   embedding: { embedder: Embedder | null; log: { warn(o: object, m: string): void } } = { embedder: null, log: { warn: () => {} } },
-): Promise<ProcessResult> {
+): Promise<ProcessResult | NeedsOcrResult> {
   const job = await loadJob(em, jobId, attempt);
   // A retry after the transaction below committed (the worker died before reporting): report what was stored.
   if (job.status === 'succeeded' || job.status === 'quarantined') return storedResult(em, jobId, job.status);
@@ -114,9 +118,11 @@ export async function buildSourceRecords(
   const bytes = blob && (await readLongBytes(em, 'ingest_blob', 'bytes', 'job_id', jobId, job.blob_size));
   if (!blob || !bytes) throw new Error(`ingest job ${jobId} has no stored bytes`);
   const contentType = blob.content_type as SupportedContentType;
+  const ocr = contentType === 'application/pdf' ? await storedPages(em, jobId) : [];
   const source = await pool.build(job.account_id, {
-    jobId, bytes, contentType, sourceUrl: blob.final_url ?? job.source_url ?? undefined, crossSiteRedirect: fetch?.crossSiteRedirect ?? false,
+    jobId, bytes, contentType, sourceUrl: blob.final_url ?? job.source_url ?? undefined, crossSiteRedirect: fetch?.crossSiteRedirect ?? false, ocr,
   });
+  if ('needsOcr' in source) return { status: 'needs_ocr', pages: source.needsOcr };
   const decision = source.quarantine;
 
   // Excerpts partition the text (facts and links repeat words of it): they carry the vectors.
@@ -153,6 +159,7 @@ export async function buildSourceRecords(
         decision.quarantine ? 'quarantined' : 'succeeded', jobId],
     );
     await q(tx, 'delete from ingest_blob where job_id = ?', [jobId]);
+    if (ocr.length > 0) await q(tx, 'delete from ocr_page where owner_id = ?', [jobId]);
   });
   return {
     status: decision.quarantine ? 'quarantined' : 'succeeded',
@@ -225,9 +232,10 @@ async function storedResult(em: EntityManager, jobId: string, status: 'succeeded
 
 export async function failJob(em: EntityManager, jobId: string, failure: { message: string; retryable: boolean }): Promise<void> {
   await em.getConnection().execute(
-    `update ingest_job set status = 'failed', failure = ?::jsonb, completed_at = coalesce(completed_at, now()), updated_at = now()
+    `with ocr as (delete from ocr_page where owner_id = ?)
+     update ingest_job set status = 'failed', failure = ?::jsonb, completed_at = coalesce(completed_at, now()), updated_at = now()
       where id = ? and status = 'queued'`,
-    [JSON.stringify({ ...failure, failedAt: new Date().toISOString() }), jobId],
+    [jobId, JSON.stringify({ ...failure, failedAt: new Date().toISOString() }), jobId],
   );
 }
 

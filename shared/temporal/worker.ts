@@ -45,7 +45,8 @@ export type WorkerDeps = {
   namespace: string;
   /** The base task queue (TEMPORAL_TASK_QUEUE): the worker polls each workload's queue derived from it. */
   taskQueue: string;
-  ingest: { urlAllowlist: string[]; fetchTimeoutMs: number };
+  /** ocrCreditsPerPage: what live OCR charges per scanned page (OCR_CREDITS_PER_PAGE). */
+  ingest: { urlAllowlist: string[]; fetchTimeoutMs: number; ocrCreditsPerPage: number };
   /** The extraction processes of this worker (built once per process, outliving reconnects). */
   extraction: ExtractionPool;
   /** The model-backed claim deriver (MEMORY_DERIVER_*); absent = the built-in rules. */

@@ -77,14 +77,15 @@ export async function startWorker(opts: {
   slots?: WorkerDeps['slots']; env?: NodeJS.ProcessEnv;
 }) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
-  const extraction = extractionPoolFor(loadConfig({ ...opts.env }));
+  const config = loadConfig({ ...opts.env });
+  const extraction = extractionPoolFor(config);
   const handle: CairnWorker = await createWorker({
     orm: opts.orm,
     logger: opts.logger ?? memoryLogger().logger,
     temporalAddress: inject('temporalAddress'),
     namespace: 'default',
     taskQueue: opts.taskQueue,
-    ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000 },
+    ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000, ocrCreditsPerPage: config.ocr.creditsPerPage },
     extraction,
     workflowBundle: { code },
     metrics: opts.metrics,
