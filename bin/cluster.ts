@@ -91,7 +91,6 @@ runMain(async () => {
       TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
       LOG_LEVEL: config.logLevel,
       CAIRN_SUPERVISOR_PID: String(process.pid),
-      ...(db.embedded ? { CAIRN_EMBEDDED_DATABASE: '1' } : {}),
     };
     for (const api of apis) {
       processes.push(supervise({
@@ -104,10 +103,14 @@ runMain(async () => {
         },
       }));
     }
+    // Workers say when they poll their task queues (after bundling the workflow code).
+    const polling = new Set<string>();
     for (let i = 0; i < settings.workers; i++) {
+      const name = `worker-${i + 1}`;
       processes.push(supervise({
-        name: `worker-${i + 1}`, command: process.execPath, args: [script('worker')], log: say,
+        name, command: process.execPath, args: [script('worker')], log: say,
         env: { ...cairnEnv, WORKER_METRICS_PORT: String(layout.workerMetrics(i)) },
+        onMessage: (m) => void (m === 'ready' && polling.add(name)),
       }));
     }
 
@@ -132,6 +135,7 @@ runMain(async () => {
     balancers.push(await startBalancer({ ...routeTo((a) => a.mcp), port: layout.balancer.mcp }));
 
     await waitFor(async () => up.size === apis.length, 180_000, 'the API processes', shuttingDown);
+    await waitFor(async () => polling.size === settings.workers, 180_000, 'the workers', shuttingDown);
     say(`ready in ${((performance.now() - started) / 1000).toFixed(1)}s: ${settings.apis} API and ${settings.workers} worker processes`);
     say(`  API (balanced)   ${publicBaseUrl}`);
     say(`  MCP (balanced)   http://127.0.0.1:${layout.balancer.mcp}`);

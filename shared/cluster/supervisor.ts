@@ -29,6 +29,8 @@ export function supervise(opts: {
   cwd?: string;
   logFile?: string;
   log: (message: string) => void;
+  /** Messages the process sends over an IPC channel (bin/worker.ts sends 'ready' once it polls). */
+  onMessage?: (message: unknown) => void;
 }): Supervised {
   let child: ChildProcess | undefined;
   let starts = 0;
@@ -39,7 +41,10 @@ export function supervise(opts: {
   const start = () => {
     const out = opts.logFile ? openSync(opts.logFile, 'a') : 'inherit';
     const startedAt = Date.now();
-    const current = spawn(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, stdio: ['ignore', out, out] });
+    const current = spawn(opts.command, opts.args, {
+      env: opts.env, cwd: opts.cwd, stdio: opts.onMessage ? ['ignore', out, out, 'ipc'] : ['ignore', out, out],
+    });
+    if (opts.onMessage) current.on('message', opts.onMessage);
     child = current;
     starts++;
     opts.log(`${opts.name} started (pid ${current.pid})`);
