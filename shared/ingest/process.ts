@@ -9,7 +9,7 @@ import type { RecordCounts, RecordRow } from './prepare.ts';
 import { embedForStorage, toHex, type Embedder } from '../retrieval/embeddings.ts';
 import { recordTermRows } from '../retrieval/terms.ts';
 import { fetchSource } from './submit.ts';
-import { storedPages } from './ocr/pages.ts';
+import { storedPages } from './ocr/repository.ts';
 import { parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
 // The steps of an ingest job, called by the ingest workflow's activities. Each is idempotent: the

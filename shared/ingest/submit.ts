@@ -13,7 +13,8 @@ import type { FreeWorkLimiter } from '../ops/free-work.ts';
 import { ExtractionError, normalizeContentType, type SupportedContentType } from './extract/index.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
 import { providerBackedPreview, withRecognisedText, type OcrPlan, type ProviderPreviewDeps } from './ocr/preview.ts';
-import { previewedPages, takePreview, type ExactPreview } from './ocr/reuse.ts';
+import { handOverPreview, type ExactPreview } from './ocr/repository.ts';
+import { previewedPages } from './ocr/reuse.ts';
 import { FetchRefusedError, safeFetch } from './safe-fetch.ts';
 import { assertFetchableUrl, parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
@@ -186,7 +187,7 @@ async function createJob(
     const jobId = randomUUID();
     // Queueing the bytes of a provider-backed preview takes its OCR text, and the allowance unit it spent.
     const reused = input.blob?.contentType === 'application/pdf' &&
-      (await takePreview(tx, exactPreview(deps, accountId, input.blob.bytes, input.blob.contentType), jobId));
+      (await handOverPreview(tx, exactPreview(deps, accountId, input.blob.bytes, input.blob.contentType), jobId));
     const quota = reused ? await readQuota(tx, accountId, 'ingest') : await consumeQuota(tx, accountId, 'ingest');
     await q(
       tx,
