@@ -2,6 +2,10 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** The domain folders under shared/. */
+const DOMAIN = '{answer,auth,ingest,memory,metering,oauth,query,retrieval}';
+const NO_TEST_TOOLING = { group: ['**/test/**', '@temporalio/testing', 'vitest'], message: 'Production code does not import test tooling.' };
+
 export default tseslint.config(
   { ignores: ['node_modules/', '.data/', 'coverage/', 'api/console/dist/'] },
   js.configs.recommended,
@@ -13,6 +17,41 @@ export default tseslint.config(
       // Swallowed errors hide failures; an intentional ignore says why in a comment.
       'no-empty': ['error', { allowEmptyCatch: false }],
     },
+  },
+  // Layers (docs/architecture.md, Layers). One rule entry per file group: a later entry for the same
+  // files would replace an earlier one's patterns, so each group lists all of its own.
+  {
+    // The domain folders decide; they never reach Temporal: the workflow starts they need are given to
+    // them as functions (shared/temporal/starts.ts workflowStarts).
+    files: [`shared/${DOMAIN}/**/*.ts`],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['@temporalio/*', '**/temporal/*'], message: 'Domain code does not use Temporal: take the start function as a dependency.' },
+          { group: ['**/api/**', '**/activities/**', '**/activities', '**/workflows/**'], message: 'Domain code does not import its adapters.' },
+          NO_TEST_TOOLING,
+        ],
+      }],
+    },
+  },
+  {
+    // Temporal infrastructure knows nothing of the domain: the activities and the background work a
+    // worker runs are injected (bin/worker.ts).
+    files: ['shared/temporal/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [
+          { group: [`../${DOMAIN}/*`, '**/activities/**', '**/activities'], message: 'shared/temporal does not import the domain or the activities: inject them.' },
+          NO_TEST_TOOLING,
+        ],
+      }],
+    },
+  },
+  {
+    // Test tooling lives under test/; the product never imports it.
+    files: ['{shared,api,activities,bin,cli}/**/*.ts'],
+    ignores: [`shared/${DOMAIN}/**`, 'shared/temporal/**'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [NO_TEST_TOOLING] }] },
   },
   {
     // Workflow code must be deterministic: no I/O, no Node built-ins, no infrastructure. Activities are

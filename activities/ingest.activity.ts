@@ -10,7 +10,7 @@ import {
   failJob,
   recordAttempt,
   UnsupportedSourceError,
-} from '../shared/ingest/process.ts';
+} from '../shared/ingest/build.ts';
 import { FetchRefusedError } from '../shared/ingest/safe-fetch.ts';
 import type { ActivityDeps } from './deps.ts';
 import { withHeartbeats } from './heartbeats.ts';

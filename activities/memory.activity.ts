@@ -1,8 +1,8 @@
+import { bound } from '../shared/db/sql.ts';
 import { ApplicationFailure } from '@temporalio/activity';
 import { processBatch } from '../shared/memory/batch.ts';
-import { sql } from '../shared/memory/db.ts';
 import type { ClaimDeriver } from '../shared/memory/deriver.ts';
-import { failEvents, processAddEvent, processDeletionEvent } from '../shared/memory/process.ts';
+import { failEvents, processAddEvent, processDeletionEvent } from '../shared/memory/event-steps.ts';
 import type { ActivityDeps } from './deps.ts';
 import { withHeartbeats } from './heartbeats.ts';
 
@@ -21,7 +21,7 @@ export function createMemoryActivities(deps: ActivityDeps, deriver: ClaimDeriver
     // running across an upgrade finish.
     async processMemoryEvent(input: { eventId: string }): Promise<{ status: string }> {
       const em = deps.orm.em.fork();
-      const [ev] = await sql<{ kind: string }>(em, 'select kind from memory_event where id = ?', [input.eventId]);
+      const [ev] = await bound<{ kind: string }>(em, 'select kind from memory_event where id = ?', [input.eventId]);
       if (!ev) throw ApplicationFailure.create({ type: 'MemoryEventRefused', message: 'The event no longer exists.', nonRetryable: true });
       return withHeartbeats(() => ev.kind === 'add_messages' ? processAddEvent(em, deriver, input.eventId) : processDeletionEvent(em, input.eventId));
     },

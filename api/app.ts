@@ -118,7 +118,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     await app.register(connectedAppRoutes);
     await app.register(consolePlugin);
-    await app.register(queryRoutes, { config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex });
+    await app.register(queryRoutes, { config: deps.config, searchIndex: deps.searchIndex });
     for (const mount of [MEMORY_API, MEMORY_CONSOLE]) {
       for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
         await app.register(routes, { ...mount, config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex, freeWork: deps.freeWork });

@@ -5,4 +5,4 @@ export { accountDeletionWorkflow } from './account-deletion.workflow.ts';
 export { creditSettlementWorkflow } from './credit-settlement.workflow.ts';
 export { creditSettlementSweeperWorkflow } from './credit-settlement.workflow.ts';
 export { ingestWorkflow, sourceDeletionWorkflow } from './ingest.workflow.ts';
-export { memoryBatchWorkflow, memoryEventWorkflow } from './memory-event.workflow.ts';
+export { memoryBatchWorkflow, memoryEventWorkflow } from './memory-batch.workflow.ts';

@@ -4,7 +4,7 @@ import { ensureDatabase } from '../../shared/db/embedded.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { createOrm, migrate, type Orm } from '../../shared/db/orm.ts';
 import { lowerProcessPriority } from '../../shared/ops/priority.ts';
-import { scratchPostgres, scratchTemporal } from '../../shared/local/ephemeral.ts';
+import { scratchPostgres, scratchTemporal } from '../../test/helpers/ephemeral.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { childPid } from './machine.ts';
 

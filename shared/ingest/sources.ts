@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
 import type { Reach } from '../auth/principal.ts';
 import { IngestJob } from '../db/entities/index.ts';
 import { audienceCondition, bound } from '../db/sql.ts';
 import { notFound } from '../errors.ts';
 import { q } from '../metering/ledger.ts';
-import { startSourceDeletion } from '../temporal/workflows.ts';
 import { publicJob } from './jobs.ts';
 
 /**
@@ -17,8 +15,8 @@ import { publicJob } from './jobs.ts';
  */
 export async function requestSourceDeletion(
   em: EntityManager,
-  temporal: Client,
-  taskQueue: string,
+  /** Starts (or joins) the deletion job's workflow (shared/temporal/starts.ts). */
+  startDeletion: (job: { id: string; accountId: string }) => Promise<unknown>,
   reach: Reach,
   sourceId: string,
 ): Promise<{ job: IngestJob; created: boolean }> {
@@ -47,7 +45,7 @@ export async function requestSourceDeletion(
     return { jobId, created: true };
   });
   const job = await em.fork().findOneOrFail(IngestJob, { id: result.jobId });
-  if (job.status === 'queued') await startSourceDeletion(temporal, taskQueue, { id: job.id, accountId });
+  if (job.status === 'queued') await startDeletion({ id: job.id, accountId });
   return { job, created: result.created };
 }
 

@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
 import { withinReach, type Principal, type Reach } from '../auth/principal.ts';
 import { MAX_FILE_BYTES } from '../contracts/ingest.ts';
 import { IngestJob } from '../db/entities/index.ts';
@@ -8,52 +7,26 @@ import { AppError } from '../errors.ts';
 import { bound } from '../db/sql.ts';
 import { lockBalance, q } from '../metering/ledger.ts';
 import { consumeQuota, quotaHeaders, readQuota } from '../metering/quotas.ts';
-import { startIngestJob } from '../temporal/workflows.ts';
 import type { FreeWorkLimiter } from '../ops/free-work.ts';
-import { ExtractionError, normalizeContentType, type SupportedContentType } from './extract/index.ts';
+import { ExtractionError, type SupportedContentType } from './extract/index.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
-import { FetchRefusedError, safeFetch } from './safe-fetch.ts';
+import { fetchSource, invalidIngest } from './fetch-source.ts';
+import { FetchRefusedError } from './safe-fetch.ts';
 import { assertFetchableUrl, parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
 export type IngestDeps = {
   em: EntityManager;
-  temporal: Client;
-  taskQueue: string;
+  /** Starts (or joins) a job's workflow (shared/temporal/starts.ts). */
+  startJob: (job: { id: string; kind: 'url' | 'file'; accountId: string; contentType?: string | null }) => Promise<unknown>;
   policy: UrlPolicy;
   fetchTimeoutMs: number;
-  heartbeatTimeoutMs: number;
   /** Where dry runs extract and live uploads are checked: never on this process's event loop. */
   extraction: ExtractionPool;
   freeWork: FreeWorkLimiter;
 };
 
-const invalid = (message: string) => new AppError(400, 'invalid_ingest_request', message);
+const invalid = invalidIngest;
 const sha256 = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
-
-/** Content type of a fetched page: the header, else the URL's file extension. */
-export function fetchedContentType(header: string | null, url: string): SupportedContentType | null {
-  const fromHeader = normalizeContentType(header);
-  if (fromHeader) return fromHeader;
-  const ext = new URL(url).pathname.toLowerCase().match(/\.([a-z]+)$/)?.[1];
-  const byExt: Record<string, SupportedContentType> = {
-    pdf: 'application/pdf', md: 'text/markdown', markdown: 'text/markdown', txt: 'text/plain',
-    html: 'text/html', htm: 'text/html', json: 'application/json',
-  };
-  return ext ? (byExt[ext] ?? null) : null;
-}
-
-export async function fetchSource(policy: UrlPolicy, url: URL, timeoutMs: number) {
-  try {
-    const res = await safeFetch(url, { policy, maxBytes: MAX_FILE_BYTES, timeoutMs });
-    const contentType = fetchedContentType(res.contentType, res.finalUrl);
-    return { ...res, supportedType: contentType };
-  } catch (err) {
-    if (err instanceof FetchRefusedError && (err.reason === 'blocked_address' || err.reason === 'bad_url')) {
-      throw invalid(err.publicMessage);
-    }
-    throw err;
-  }
-}
 
 // Dry runs -----------------------------------------------------------------------------------------
 
@@ -179,7 +152,7 @@ async function createJob(
   const job = await deps.em.fork().findOneOrFail(IngestJob, { id: result.jobId });
   // Started with an id derived from the job: a replay (or a retry after a failed start) joins it.
   if (job.status === 'queued') {
-    await startIngestJob(deps.temporal, deps.taskQueue, { id: job.id, kind: input.kind, accountId, contentType: input.contentType }, deps.heartbeatTimeoutMs);
+    await deps.startJob({ id: job.id, kind: input.kind, accountId, contentType: input.contentType });
   }
   return { job, created: result.created, headers: quotaHeaders(result.quota) };
 }

@@ -5,7 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { ActionableError } from '../process.ts';
+import { ActionableError } from '../entrypoint.ts';
 
 // Checks made before `npm start` and the operator commands start anything, so that a predictable
 // failure is reported as what failed and what to do instead of a child's stack or "undefined".

@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
-import { MAX_MEMORY_BATCH, startMemoryBatch } from '../temporal/workflows.ts';
-import { sql, type Em } from './db.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
+import { bound } from '../db/sql.ts';
 import { MEMORY_EVENT_CHANNEL } from './events.ts';
 
 export type DispatcherOptions = {
-  /** Most events per batch workflow (at most MAX_MEMORY_BATCH: the ids are a search attribute). */
+  /** Most events per batch workflow (at most the batches' own limit, `MemoryBatches.maxEvents`). */
   maxBatch?: number;
   /** Batches of this dispatcher running at once; while they run, new events gather into the next. */
   maxInFlight?: number;
@@ -30,7 +29,7 @@ export type DispatcherOptions = {
  * never began them). SKIP LOCKED lets several workers' dispatchers claim at once without waiting.
  */
 export async function claimBatch(em: Em, batchId: string, limit: number, staleMs: number): Promise<string[]> {
-  const rows = await sql<{ id: string }>(
+  const rows = await bound<{ id: string }>(
     em,
     `with picked as (
        select id, created_at from memory_event
@@ -54,8 +53,14 @@ export async function claimBatch(em: Em, batchId: string, limit: number, staleMs
  * grow with it. Nothing here is needed for correctness: the claim is in PostgreSQL, a lost start is
  * dispatched again after `staleMs`, and batches are idempotent.
  */
-export function startMemoryDispatcher(deps: { orm: Orm; temporal: Client; taskQueue: string; logger: Logger } & DispatcherOptions) {
-  const { maxBatch = MAX_MEMORY_BATCH, maxInFlight = 2, staleMs = 30_000, pollMs = 1000, lingerMs = 25 } = deps;
+/**
+ * How batches run: `run` starts the batch's workflow and resolves when it has finished; `maxEvents` is
+ * the most events one batch may hold. Injected by the worker (shared/temporal/starts.ts).
+ */
+export type MemoryBatches = { run(batchId: string, eventIds: string[]): Promise<unknown>; maxEvents: number };
+
+export function startMemoryDispatcher(deps: { orm: Orm; batches: MemoryBatches; logger: Logger } & DispatcherOptions) {
+  const { maxBatch = deps.batches.maxEvents, maxInFlight = 2, staleMs = 30_000, pollMs = 1000, lingerMs = 25 } = deps;
   const log = deps.logger.child({ component: 'memory-dispatcher' });
   let stopped = false;
   let pumping = false;
@@ -79,8 +84,7 @@ export function startMemoryDispatcher(deps: { orm: Orm; temporal: Client; taskQu
           inFlight--;
           kick();
         };
-        startMemoryBatch(deps.temporal, deps.taskQueue, batchId, eventIds)
-          .then((handle) => waitBounded(handle.result(), staleMs * 4))
+        waitBounded(deps.batches.run(batchId, eventIds), staleMs * 4)
           .catch((err: unknown) => {
             if (!stopped) log.warn({ err, batchId, events: eventIds.length }, 'memory batch start or wait failed; its events are dispatched again when stale');
           })

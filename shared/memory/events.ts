@@ -1,12 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import type { Reach } from '../auth/principal.ts';
 import { EVENT_STATUSES } from '../contracts/memory.ts';
-import { audienceCondition } from '../db/sql.ts';
+import { audienceCondition, bound } from '../db/sql.ts';
 import { forbidden, notFound } from '../errors.ts';
-import { iso, sql, type Em } from './db.ts';
+import { iso } from './pagination.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import { requireLabel, type LabelKind } from './labels.ts';
 
 export type EventKind = 'add_messages' | 'delete_peer' | 'delete_session';
+
+/** A begun event: what processing needs of its row. */
+export type Claimed = {
+  id: string; account_id: string; kind: EventKind; status: string; peer_id: string | null; session_id: string | null;
+  peer_label: string | null; infer: boolean; agent_id: string | null; created_at: Date;
+};
+
+/** A message of a begun add-event, as processing reads it. */
+export type StoredMessage = { id: string; role: 'user' | 'assistant' | 'system' | 'tool'; content: string; created_at: Date; audience: string | null };
 export type EventRow = {
   id: string;
   kind: EventKind;
@@ -44,7 +54,7 @@ const EVENT_COLUMNS = 'id, kind, status, created_at, started_at, completed_at, f
 export async function getEvent(em: Em, reach: Reach, eventId: string): Promise<EventRow> {
   const inReach = audienceCondition('audience', reach.audiences);
   const [row] = isUuid(eventId)
-    ? await sql<EventRow>(em, `select ${EVENT_COLUMNS} from memory_event where id = ? and account_id = ?${inReach.sql}`, [eventId, reach.accountId, ...inReach.params])
+    ? await bound<EventRow>(em, `select ${EVENT_COLUMNS} from memory_event where id = ? and account_id = ?${inReach.sql}`, [eventId, reach.accountId, ...inReach.params])
     : [];
   if (!row) throw notFound('No memory event with this id.');
   return row;
@@ -53,7 +63,7 @@ export async function getEvent(em: Em, reach: Reach, eventId: string): Promise<E
 /** Event counts by status for what the credential reaches, and the age of the oldest unfinished one. */
 export async function queueStatus(em: Em, reach: Reach) {
   const inReach = audienceCondition('audience', reach.audiences);
-  const rows = await sql<{ status: string; n: number; oldest: Date | null }>(
+  const rows = await bound<{ status: string; n: number; oldest: Date | null }>(
     em,
     `select status, count(*)::int as n,
             min(created_at) filter (where status in ('queued', 'running')) as oldest
@@ -117,7 +127,7 @@ export async function requestDeletion(em: Em, reach: Reach, kind: LabelKind, lab
     const target = await requireLabel(tx, reach, kind, label, true);
     if (reach.audiences) {
       // Claims carry the audience of the message they cite, so the messages decide.
-      const [outside] = await sql(
+      const [outside] = await bound(
         tx,
         `select 1 from memory_message where ${column} = ? and (audience is null or not audience = any(?::text[])) limit 1`,
         [target.id, [...reach.audiences]],
@@ -126,14 +136,14 @@ export async function requestDeletion(em: Em, reach: Reach, kind: LabelKind, lab
         throw forbidden(`The ${kind} "${label.slice(0, 80)}" holds memory outside this API key's audiences; a key that reaches it all must delete it.`);
       }
     }
-    const [pending] = await sql<{ id: string }>(
+    const [pending] = await bound<{ id: string }>(
       tx,
       `select id from memory_event where account_id = ? and kind = ? and ${column} = ? and status in ('queued', 'running') limit 1`,
       [accountId, eventKind, target.id],
     );
     if (pending) return pending.id;
     const id = randomUUID();
-    await sql(
+    await bound(
       tx,
       `insert into memory_event (id, account_id, kind, status, ${column}, ${kind}_label, audience) values (?, ?, ?, 'queued', ?, ?, ?)`,
       [id, accountId, eventKind, target.id, label, target.audience],

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { withinReach, type Reach } from '../auth/principal.ts';
 import { WORKSPACE } from '../contracts/memory.ts';
-import { audienceCondition } from '../db/sql.ts';
+import { audienceCondition, bound } from '../db/sql.ts';
 import { AppError, forbidden, notFound } from '../errors.ts';
-import { decodeCursor, iso, page, sql, type Em } from './db.ts';
+import { decodeCursor, iso, page } from './pagination.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
 
 // Workspaces, peers and sessions: labels scoped to the account (the same label in two accounts is two
 // things). Peers and sessions are get-or-create; a label of another account is simply not found.
@@ -36,7 +37,7 @@ export const labelRecord = (kind: LabelKind, r: LabelRow) =>
  * an audience-limited key's audiences cannot be created again: 403, nothing changed.
  */
 export async function upsertLabel(em: Em, reach: Reach, kind: LabelKind, label: string): Promise<LabelRow> {
-  const [row] = await sql<LabelRow>(
+  const [row] = await bound<LabelRow>(
     em,
     `insert into ${TABLE[kind]} (id, account_id, workspace, label, audience) values (?, ?, ?, ?, ?)
        on conflict (account_id, workspace, label) do update set label = excluded.label
@@ -49,7 +50,7 @@ export async function upsertLabel(em: Em, reach: Reach, kind: LabelKind, label: 
 
 export async function findLabel(em: Em, reach: Reach, kind: LabelKind, label: string, lock = false): Promise<LabelRow | undefined> {
   const inReach = audienceCondition('audience', reach.audiences);
-  const [row] = await sql<LabelRow>(
+  const [row] = await bound<LabelRow>(
     em,
     `select id, label, created_at, audience from ${TABLE[kind]}
       where account_id = ? and workspace = ? and label = ?${inReach.sql}${lock ? ' for share' : ''}`,
@@ -72,7 +73,7 @@ export async function requireLabel(em: Em, reach: Reach, kind: LabelKind, label:
 export async function listLabels(em: Em, reach: Reach, kind: LabelKind, p: { limit: number; cursor?: string }) {
   const after = decodeCursor(p.cursor, 1)?.[0] as string | undefined;
   const inReach = audienceCondition('audience', reach.audiences);
-  const rows = await sql<LabelRow>(
+  const rows = await bound<LabelRow>(
     em,
     `select id, label, created_at, audience from ${TABLE[kind]}
       where account_id = ? and workspace = ?${inReach.sql} ${after !== undefined ? 'and label > ?' : ''}

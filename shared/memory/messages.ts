@@ -1,9 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { withinReach, type Reach } from '../auth/principal.ts';
 import { WORKSPACE, type MessagesCreateRequest } from '../contracts/memory.ts';
-import { audienceCondition } from '../db/sql.ts';
+import { audienceCondition, bound } from '../db/sql.ts';
 import { AppError, validationError } from '../errors.ts';
-import { decodeCursor, exactTime, iso, page, sql, type Em } from './db.ts';
+import { decodeCursor, exactTime, iso, page } from './pagination.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import { notifyQueued } from './events.ts';
 import { requireLabel } from './labels.ts';
 
@@ -22,7 +23,7 @@ export type Receipt = {
 async function assertSources(em: Em, reach: Reach, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
   const inReach = audienceCondition('audience', reach.audiences);
-  const rows = await sql<{ id: string; status: string }>(
+  const rows = await bound<{ id: string; status: string }>(
     em,
     `select id, status from ingest_job where account_id = ? and id = any(?::uuid[]) and kind in ('url', 'file')${inReach.sql}`,
     [reach.accountId, ids, ...inReach.params],
@@ -61,7 +62,7 @@ export async function addMessages(em: Em, reach: Reach, sessionLabel: string, bo
   const idem = body.idempotency_key;
   const findExisting = async (em: Em): Promise<Existing | undefined> => {
     if (idem === undefined) return undefined;
-    const [row] = await sql<Existing & { audience: string | null }>(
+    const [row] = await bound<Existing & { audience: string | null }>(
       em, 'select request_hash, receipt, audience from memory_event where account_id = ? and idempotency_key = ?', [accountId, idem],
     );
     // A key used by a write outside the caller's audiences answers like a key used for another write.
@@ -85,7 +86,7 @@ export async function addMessages(em: Em, reach: Reach, sessionLabel: string, bo
   // remove them before this write commits, and the event and its messages are inserted only when the
   // session, the peer and every source check out. Which check failed is worked out afterwards, on the
   // (rare) failure path only. Once it has committed, the workers' dispatchers are woken (events.ts).
-  const [outcome] = await sql<{ session: boolean; peer: boolean; sources: boolean; inserted: number }>(
+  const [outcome] = await bound<{ session: boolean; peer: boolean; sources: boolean; inserted: number }>(
     em,
     `select r_session as session, r_peer as peer, r_sources as sources, r_inserted as inserted
        from cairn_add_messages(?, ?, ?, ?, ?::uuid[], ?, ?, ?, ?, ?, ?::jsonb, ?::timestamptz, ?::jsonb, ?::text[], ?::uuid[], ?::integer[], ?::text[], ?::text[], ?::text[])`,
@@ -148,7 +149,7 @@ export async function listMessages(em: Em, reach: Reach, sessionLabel: string, p
   const session = await requireLabel(em, reach, 'session', sessionLabel);
   const after = decodeCursor(p.cursor, 3) as [string, string, number] | undefined;
   const inReach = audienceCondition('m.audience', reach.audiences);
-  const rows = await sql<MessageRow>(
+  const rows = await bound<MessageRow>(
     em,
     `${MESSAGE_SELECT} where m.session_id = ? and m.available${inReach.sql}
        ${after ? 'and (m.created_at, m.event_id, m.position) > (?::timestamptz, ?::uuid, ?::int)' : ''}

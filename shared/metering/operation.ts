@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -8,14 +7,6 @@ import { creditHeaders, reserve, settle, type Outcome, type Reserved, type Reser
 
 export type MeteringDeps = {
   em: EntityManager;
-  /**
-   * No longer used here: reservations the API does not settle are settled by the worker's settlement
-   * sweeper (creditSettlementSweeperWorkflow) after SETTLEMENT_GRACE_SECONDS. Kept so callers that
-   * still pass them compile unchanged.
-   */
-  temporal?: Client;
-  taskQueue?: string;
-  settlementGraceMs?: number;
   logger: Logger;
 };
 

@@ -1,5 +1,4 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
 import { answerQuery, maxProviderCredits, type AnswerConfig, type AnswerEvidence, type AnswerOutcome } from '../answer/index.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Preset } from '../contracts/account.ts';
@@ -19,9 +18,6 @@ import { assemble, type Assembled } from './result.ts';
 /** Everything one query needs besides the caller and the request. */
 export type QueryDeps = {
   em: EntityManager;
-  temporal: Client;
-  taskQueue: string;
-  settlementGraceMs: number;
   idempotencyRetentionMs: number;
   answer: AnswerConfig;
   logger: Logger;
@@ -106,7 +102,7 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
 
   try {
     const metered = await runMetered(
-      { em: deps.em, temporal: deps.temporal, taskQueue: deps.taskQueue, settlementGraceMs: deps.settlementGraceMs, logger: deps.logger },
+      { em: deps.em, logger: deps.logger },
       { ...metering, ...(begun.reserved ? { reserved: begun.reserved } : {}) },
       async () => {
         // A retrieval failure throws as is: everything is refunded (cost 0).

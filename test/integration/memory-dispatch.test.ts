@@ -5,7 +5,7 @@ import { processBatch } from '../../shared/memory/batch.ts';
 import { createRuleDeriver } from '../../shared/memory/deriver.ts';
 import { claimBatch } from '../../shared/memory/dispatcher.ts';
 import { MEMORY_EVENT_CHANNEL } from '../../shared/memory/events.ts';
-import { memoryBatchWorkflowId } from '../../shared/temporal/workflows.ts';
+import { memoryBatchWorkflowId } from '../../shared/temporal/starts.ts';
 import { sqlClient, type Sql } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';

@@ -11,7 +11,7 @@ import { AfterRetrievalError, runMetered, type MeteringDeps } from '../../shared
 import { consumeQuota, readQuota } from '../../shared/metering/quotas.ts';
 import { createRateLimiter } from '../../shared/metering/rate-limit.ts';
 import { reserve, settle } from '../../shared/metering/reservations.ts';
-import { creditSettlementSweeperWorkflowId } from '../../shared/temporal/workflows.ts';
+import { creditSettlementSweeperWorkflowId } from '../../shared/temporal/starts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { memoryLogger, startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
@@ -49,7 +49,7 @@ const ledgerRows = (accountId: string, kind?: string) =>
     );
 
 function deps(): MeteringDeps {
-  return { em: db.orm.em.fork(), temporal: temporal.client, taskQueue, settlementGraceMs: 60_000, logger: memoryLogger().logger };
+  return { em: db.orm.em.fork(), logger: memoryLogger().logger };
 }
 
 describe('credit ledger', () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Migration0022SearchStatistics } from '../../shared/db/migrations/0022-search-statistics.ts';
 import { bound } from '../../shared/db/sql.ts';
-import { deleteSourceRecords } from '../../shared/ingest/process.ts';
+import { deleteSourceRecords } from '../../shared/ingest/build.ts';
 import type { Filter, QueryWord } from '../../shared/retrieval/account-index.ts';
 import { ADJACENT_WEIGHT, B, K1, NEIGHBOUR_DECAY } from '../../shared/retrieval/bm25.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SelfCheck } from '../../shared/db/entities/index.ts';
 import { migrationsList } from '../../shared/db/migrations/index.ts';
 import { createOrm, migrate } from '../../shared/db/orm.ts';
-import { runSelfCheck } from '../../shared/temporal/workflows.ts';
+import { runSelfCheck } from '../../shared/temporal/starts.ts';
 import { createTestDatabase, createTestDatabaseRaw, type TestDatabase } from '../helpers/db.ts';
 import { memoryLogger, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 

@@ -6,7 +6,6 @@ import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { QueryRequest, QueryResult } from '../../../shared/contracts/query.ts';
 import { runQuery, type QueryDeps } from '../../../shared/query/run.ts';
 import type { SearchIndex } from '../../../shared/retrieval/search-index.ts';
-import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 import { principalOf, type AuthRule } from '../../plugins/auth.ts';
 
 const errors = {
@@ -21,15 +20,12 @@ const ACCOUNT_ANSWERS_AUTH: AuthRule = { accept: ['browser'] };
 
 /** The dependencies of one query, shared with the MCP tool. */
 export function queryDeps(
-  { config, temporal, searchIndex }: QueryRouteOptions,
+  { config, searchIndex }: QueryRouteOptions,
   request: Pick<FastifyRequest, 'em' | 'log' | 'id'>,
 ): QueryDeps {
   return {
     searchIndex,
     em: request.em,
-    temporal: temporal.client,
-    taskQueue: config.temporal.taskQueue,
-    settlementGraceMs: config.metering.settlementGraceMs,
     idempotencyRetentionMs: config.query.idempotencyRetentionMs,
     answer: config.query.answer,
     // Fastify's request logger is a pino child logger (the app is built on the process's pino instance).
@@ -38,7 +34,7 @@ export function queryDeps(
   };
 }
 
-type QueryRouteOptions = { config: Config; temporal: TemporalClientHandle; searchIndex?: SearchIndex };
+type QueryRouteOptions = { config: Config; searchIndex?: SearchIndex };
 
 export const queryRoutes: FastifyPluginAsyncZod<QueryRouteOptions> = async (app, options) => {
   const schema = (summary: string) => ({ tags: ['query'], summary, body: QueryRequest, response: { 200: QueryResult, ...errors } });

@@ -8,7 +8,7 @@ import { addToLexicon } from './lexicon.ts';
 import type { RecordCounts, RecordRow } from './prepare.ts';
 import { embedForStorage, toHex, type Embedder } from '../retrieval/embeddings.ts';
 import { recordTermRows } from '../retrieval/terms.ts';
-import { fetchSource } from './submit.ts';
+import { fetchSource } from './fetch-source.ts';
 import { parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
 // The steps of an ingest job, called by the ingest workflow's activities. Each is idempotent: the

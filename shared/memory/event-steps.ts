@@ -1,21 +1,17 @@
 import { commitAdds, GONE } from './commit.ts';
-import { sql, type Em } from './db.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
+import { bound } from '../db/sql.ts';
 import type { ClaimDeriver, Proposal } from './deriver.ts';
-import type { EventKind } from './events.ts';
+import type { Claimed, StoredMessage } from './events.ts';
 
 // Processing of memory events, called by the activities. Each step is idempotent: a retried activity
 // finds the event already finished, or writes the same rows under the same deterministic ids.
 
-/** A begun event: what processing needs of its row. */
-export type Claimed = {
-  id: string; account_id: string; kind: EventKind; status: string; peer_id: string | null; session_id: string | null;
-  peer_label: string | null; infer: boolean; agent_id: string | null; created_at: Date;
-};
 const CLAIMED = 'id, account_id, kind, status, peer_id, session_id, peer_label, infer, agent_id, created_at';
 
 /** Marks the event running (first attempt) and returns it; null when it already ended. */
 export async function beginEvent(em: Em, eventId: string): Promise<Claimed | null> {
-  const [row] = await sql<Claimed>(
+  const [row] = await bound<Claimed>(
     em,
     `update memory_event set status = 'running', started_at = coalesce(started_at, now())
       where id = ? and status in ('queued', 'running')
@@ -30,7 +26,7 @@ export async function beginEvent(em: Em, eventId: string): Promise<Claimed | nul
  * has taken over since (its dispatch went stale and it was dispatched again) is not this batch's.
  */
 export async function beginBatch(em: Em, batchId: string, eventIds: string[]): Promise<Claimed[]> {
-  return sql<Claimed>(
+  return bound<Claimed>(
     em,
     `with begun as (
        update memory_event set status = 'running', started_at = coalesce(started_at, now())
@@ -42,7 +38,7 @@ export async function beginBatch(em: Em, batchId: string, eventIds: string[]): P
 }
 
 async function finish(tx: Em, eventIds: string[], status: 'succeeded' | 'failed', outcome: Record<string, unknown> | null, failure: string | null) {
-  await sql(
+  await bound(
     tx,
     `update memory_event set status = ?, completed_at = now(), outcome = ?::jsonb, failure = ?::jsonb
       where id = any(?::uuid[]) and status in ('queued', 'running')`,
@@ -55,7 +51,6 @@ export async function failEvents(em: Em, eventIds: string[], message: string): P
   await finish(em, eventIds, 'failed', null, message);
 }
 
-export type StoredMessage = { id: string; role: 'user' | 'assistant' | 'system' | 'tool'; content: string; created_at: Date; audience: string | null };
 
 /**
  * Processes an add-event on its own (memoryEventWorkflow, before batches): derives at most one claim
@@ -80,7 +75,7 @@ export async function derive(deriver: ClaimDeriver, ev: Claimed, messages: Store
 
 /** The stored messages of add-events, by event, in write order. */
 export async function loadMessages(em: Em, eventIds: string[]): Promise<Map<string, StoredMessage[]>> {
-  const rows = await sql<StoredMessage & { event_id: string }>(
+  const rows = await bound<StoredMessage & { event_id: string }>(
     em,
     'select event_id, id, role, content, created_at, audience from memory_message where event_id = any(?::uuid[]) order by event_id, position',
     [eventIds],
@@ -108,11 +103,11 @@ export async function processDeletionEvent(em: Em, eventId: string): Promise<{ s
 export async function processDeletion(em: Em, ev: Claimed): Promise<{ status: string }> {
   return em.transactional(async (tx) => {
     if (ev.kind === 'delete_peer') {
-      await sql(tx, 'delete from memory_peer where id = ?', [ev.peer_id]);
-      await sql(tx, 'update memory_event set peer_label = null where peer_id = ?', [ev.peer_id]);
+      await bound(tx, 'delete from memory_peer where id = ?', [ev.peer_id]);
+      await bound(tx, 'update memory_event set peer_label = null where peer_id = ?', [ev.peer_id]);
     } else {
-      await sql(tx, 'delete from memory_session where id = ?', [ev.session_id]);
-      await sql(tx, 'update memory_event set session_label = null where session_id = ?', [ev.session_id]);
+      await bound(tx, 'delete from memory_session where id = ?', [ev.session_id]);
+      await bound(tx, 'update memory_event set session_label = null where session_id = ?', [ev.session_id]);
     }
     await finish(tx, [ev.id], 'succeeded', { note: ev.kind === 'delete_peer' ? 'The peer and its memory were deleted.' : 'The session and its messages were deleted.' }, null);
     return { status: 'succeeded' };
