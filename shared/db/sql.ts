@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import type { EntityManager, PostgreSqlConnection } from '@mikro-orm/postgresql';
 import { CompiledQuery } from 'kysely';
+import { sha256Hex } from '../hash.ts';
 
 /**
  * Runs SQL with real bind parameters ($1, $2, ...) on the EntityManager's connection, inside its
@@ -46,7 +46,7 @@ export async function prepared<T = Record<string, unknown>>(em: EntityManager, s
   const text = numbered(sql, params);
   let name = preparedNames.get(text);
   if (!name) {
-    name = `cairn_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    name = `cairn_${sha256Hex(text).slice(0, 24)}`;
     preparedNames.set(text, name);
   }
   const pool = await (em.getConnection() as unknown as PostgreSqlConnection).getNativeClient();

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound, readLongBytes, writeLongText } from '../db/sql.ts';
 import { q } from '../metering/ledger.ts';
+import { sha256Hex } from '../hash.ts';
 import type { SupportedContentType } from './extract/index.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
 import { addToLexicon } from './lexicon.ts';
@@ -69,7 +69,7 @@ export async function acquireSource(
     em,
     `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type, final_url)
      values (?, ?, ?, ?, ?, ?, ?) on conflict (job_id) do nothing`,
-    [jobId, job.account_id, fetched.bytes, createHash('sha256').update(fetched.bytes).digest('hex'),
+    [jobId, job.account_id, fetched.bytes, sha256Hex(fetched.bytes),
       fetched.bytes.byteLength, fetched.supportedType, fetched.finalUrl],
   );
   return { crossSiteRedirect: fetched.crossSiteRedirect };

@@ -1,9 +1,11 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { withinReach, type Principal, type Reach } from '../auth/principal.ts';
+import type { Principal, Reach } from '../auth/principal.ts';
 import { MAX_FILE_BYTES } from '../contracts/ingest.ts';
 import { IngestJob } from '../db/entities/index.ts';
 import { AppError } from '../errors.ts';
+import { sha256Hex } from '../hash.ts';
+import { assertSameRequest, requestHash } from '../idempotency.ts';
 import { bound } from '../db/sql.ts';
 import { lockBalance, q } from '../metering/ledger.ts';
 import { consumeQuota, quotaHeaders, readQuota } from '../metering/quotas.ts';
@@ -26,7 +28,6 @@ export type IngestDeps = {
 };
 
 const invalid = invalidIngest;
-const sha256 = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
 
 // Dry runs -----------------------------------------------------------------------------------------
 
@@ -124,10 +125,8 @@ async function createJob(
       [accountId, input.idempotencyKey],
     );
     if (existing) {
-      // A key made by a job outside the caller's audiences answers like any other reuse: the job stays unseen.
-      if (existing.request_hash !== input.requestHash || !withinReach(reach, existing.audience)) {
-        throw new AppError(409, 'idempotency_conflict', 'This idempotencyKey was used for a different submission.');
-      }
+      assertSameRequest({ requestHash: existing.request_hash, audience: existing.audience }, input.requestHash, reach,
+        'This idempotencyKey was used for a different submission.');
       return { jobId: existing.id, created: false, quota: await readQuota(tx, accountId, 'ingest') };
     }
     const quota = await consumeQuota(tx, accountId, 'ingest');
@@ -144,7 +143,7 @@ async function createJob(
       await bound(
         tx,
         `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, ?)`,
-        [jobId, accountId, input.blob.bytes, sha256(input.blob.bytes), input.blob.bytes.byteLength, input.blob.contentType],
+        [jobId, accountId, input.blob.bytes, sha256Hex(input.blob.bytes), input.blob.bytes.byteLength, input.blob.contentType],
       );
     }
     return { jobId, created: true, quota };
@@ -168,7 +167,7 @@ export async function submitUrl(
   return createJob(deps, principal, {
     kind: 'url',
     idempotencyKey: live.idempotencyKey,
-    requestHash: sha256(JSON.stringify({ kind: 'url', url: url.href, datedAt: live.datedAt })),
+    requestHash: requestHash({ kind: 'url', url: url.href, datedAt: live.datedAt }),
     datedAt: live.datedAt,
     sourceUrl: url.href,
     audience: principal.audiences?.[0] ?? null,
@@ -186,9 +185,7 @@ export async function submitFile(
   return createJob(deps, principal, {
     kind: 'file',
     idempotencyKey: live.idempotencyKey,
-    requestHash: sha256(
-      JSON.stringify({ kind: 'file', filename: body.filename, contentType: body.contentType, sha: sha256(body.bytes), datedAt: live.datedAt }),
-    ),
+    requestHash: requestHash({ kind: 'file', filename: body.filename, contentType: body.contentType, sha: sha256Hex(body.bytes), datedAt: live.datedAt }),
     datedAt: live.datedAt,
     filename: body.filename,
     contentType: body.contentType,

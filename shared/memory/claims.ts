@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../hash.ts';
+import { requestHash } from '../idempotency.ts';
 import type { Reach } from '../auth/principal.ts';
 import type { Claim, ClaimsListRequest } from '../contracts/memory.ts';
 import { audienceCondition, bound } from '../db/sql.ts';
@@ -12,16 +13,15 @@ import { requireLabel } from './labels.ts';
 // memory_claim_history. Changes are guarded by head_revision under a row lock, so of two competing
 // changes exactly one applies and the other gets 409 revision_conflict with nothing changed.
 
-const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 
 /** The opaque head revision of a claim version: deterministic in (claim, revision number, content). */
-export const revisionToken = (claimId: string, revision: number, content: string) => `rev_${sha(`${claimId}\n${revision}\n${content}`).slice(0, 24)}`;
+export const revisionToken = (claimId: string, revision: number, content: string) => `rev_${sha256Hex(`${claimId}\n${revision}\n${content}`).slice(0, 24)}`;
 
 /** A history entry's deterministic marker: the same change always has the same marker. */
 export const historyMarker = (claimId: string, seq: number, event: string, successorRevision: string | null) =>
-  `mk_${sha(`${claimId}\n${seq}\n${event}\n${successorRevision ?? ''}`).slice(0, 24)}`;
+  `mk_${sha256Hex(`${claimId}\n${seq}\n${event}\n${successorRevision ?? ''}`).slice(0, 24)}`;
 
-const requestHash = (event: 'UPDATE' | 'DELETE', content: string | null, reason: string) => sha(JSON.stringify([event, content, reason]));
+const changeHash = (event: 'UPDATE' | 'DELETE', content: string | null, reason: string) => requestHash([event, content, reason]);
 
 export type ClaimRow = {
   id: string; content: string; peer_label: string; session_label: string | null; agent_id: string | null;
@@ -218,7 +218,7 @@ async function guard(tx: Em, claim: ClaimRow, given: string, event: 'UPDATE' | '
  * in history.
  */
 export async function updateClaim(em: Em, reach: Reach, claimId: string, req: { content: string; head_revision: string; reason: string }) {
-  const hash = requestHash('UPDATE', req.content, req.reason);
+  const hash = changeHash('UPDATE', req.content, req.reason);
   return em.transactional(async (tx) => {
     const claim = await findClaim(tx, reach, claimId, true);
     const g = await guard(tx, claim, req.head_revision, 'UPDATE', hash);
@@ -253,7 +253,7 @@ export async function updateClaim(em: Em, reach: Reach, claimId: string, req: { 
 
 /** DELETE: withdraws the claim (not eligible, valid_to set); history keeps every version. */
 export async function withdrawClaim(em: Em, reach: Reach, claimId: string, req: { head_revision: string; reason: string }) {
-  const hash = requestHash('DELETE', null, req.reason);
+  const hash = changeHash('DELETE', null, req.reason);
   return em.transactional(async (tx) => {
     const claim = await findClaim(tx, reach, claimId, true);
     const g = await guard(tx, claim, req.head_revision, 'DELETE', hash);

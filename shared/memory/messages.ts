@@ -1,14 +1,14 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { withinReach, type Reach } from '../auth/principal.ts';
+import { randomUUID } from 'node:crypto';
+import type { Reach } from '../auth/principal.ts';
 import { WORKSPACE, type MessagesCreateRequest } from '../contracts/memory.ts';
 import { audienceCondition, bound } from '../db/sql.ts';
 import { AppError, validationError } from '../errors.ts';
+import { sha256Hex } from '../hash.ts';
+import { assertSameRequest, operationInProgress, requestHash as digestOf } from '../idempotency.ts';
 import { decodeCursor, exactTime, iso, page } from './pagination.ts';
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import { notifyQueued } from './events.ts';
 import { requireLabel } from './labels.ts';
-
-const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 
 export type Receipt = {
   schemaVersion: 'service-memory-messages-receipt-v1';
@@ -36,13 +36,13 @@ async function assertSources(em: Em, reach: Reach, ids: string[]): Promise<void>
   }
 }
 
-type Existing = { request_hash: string | null; receipt: Receipt | null };
+type Existing = { request_hash: string | null; receipt: Receipt | null; audience: string | null };
 
-function replay(existing: Existing, requestHash: string): Receipt {
-  if (existing.request_hash !== requestHash || !existing.receipt) {
-    throw new AppError(409, 'idempotency_conflict', 'This idempotency_key was used for a different write.');
-  }
-  return existing.receipt;
+function replay(existing: Existing, requestHash: string, reach: Reach): Receipt {
+  // An event without a receipt (a deletion's) was not made by a write: any write with its key conflicts.
+  assertSameRequest({ requestHash: existing.receipt ? existing.request_hash : null, audience: existing.audience }, requestHash, reach,
+    'This idempotency_key was used for a different write.');
+  return existing.receipt!;
 }
 
 /**
@@ -57,20 +57,19 @@ export async function addMessages(em: Em, reach: Reach, sessionLabel: string, bo
   const accountId = reach.accountId;
   const sourceIds = [...new Set(body.source_ids ?? [])];
   const createdAt = body.created_at ? new Date(body.created_at) : null;
-  const requestHash = sha256(JSON.stringify([sessionLabel, body.peer_id, body.messages, body.agent_id ?? null, body.infer,
-    createdAt?.toISOString() ?? null, body.metadata ?? null, sourceIds]));
+  const requestHash = digestOf([sessionLabel, body.peer_id, body.messages, body.agent_id ?? null, body.infer,
+    createdAt?.toISOString() ?? null, body.metadata ?? null, sourceIds]);
   const idem = body.idempotency_key;
   const findExisting = async (em: Em): Promise<Existing | undefined> => {
     if (idem === undefined) return undefined;
-    const [row] = await bound<Existing & { audience: string | null }>(
+    const [row] = await bound<Existing>(
       em, 'select request_hash, receipt, audience from memory_event where account_id = ? and idempotency_key = ?', [accountId, idem],
     );
-    // A key used by a write outside the caller's audiences answers like a key used for another write.
-    return row && !withinReach(reach, row.audience) ? { request_hash: null, receipt: null } : row;
+    return row;
   };
 
   const early = await findExisting(em);
-  if (early) return replay(early, requestHash);
+  if (early) return replay(early, requestHash, reach);
 
   const eventId = randomUUID();
   const messageIds = body.messages.map(() => randomUUID());
@@ -93,21 +92,21 @@ export async function addMessages(em: Em, reach: Reach, sessionLabel: string, bo
     [accountId, WORKSPACE, sessionLabel, body.peer_id, sourceIds, eventId, body.agent_id ?? null, body.infer, idem ?? null, requestHash,
       JSON.stringify(receipt), createdAt, body.metadata ? JSON.stringify(body.metadata) : null, reach.audiences ? [...reach.audiences] : null,
       messageIds, body.messages.map((_, i) => i), body.messages.map((m) => m.role), body.messages.map((m) => m.content),
-      body.messages.map((m) => sha256(m.content))],
+      body.messages.map((m) => sha256Hex(m.content))],
   );
   if (!outcome!.session || !outcome!.peer || !outcome!.sources) {
     await requireLabel(em, reach, 'session', sessionLabel);
     if (!outcome!.peer) throw new AppError(404, 'not_found', `No peer "${body.peer_id.slice(0, 80)}" in this workspace; create it first.`);
     await assertSources(em, reach, sourceIds);
     // Only when a label or source appeared between the write and these reads.
-    throw new AppError(409, 'operation_in_progress', 'The session, peer or sources changed during the write; retry.');
+    throw operationInProgress('The session, peer or sources changed during the write; retry.');
   }
   const inserted = outcome!.inserted === 1;
   if (inserted) notifyQueued(em);
   if (!inserted) {
     const existing = await findExisting(em.fork());
-    if (!existing) throw new AppError(409, 'operation_in_progress', 'A write with this idempotency_key is in progress; retry.');
-    return replay(existing, requestHash);
+    if (!existing) throw operationInProgress('A write with this idempotency_key is in progress; retry.');
+    return replay(existing, requestHash, reach);
   }
   return receipt;
 }

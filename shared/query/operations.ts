@@ -1,7 +1,8 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound, prepared } from '../db/sql.ts';
 import { AppError } from '../errors.ts';
+import { assertSameRequest, operationInProgress } from '../idempotency.ts';
 import { reserve, reserveArgs, reservedFrom, type Reserved, type ReserveInput, type ReserveRow } from '../metering/reservations.ts';
 
 /**
@@ -27,17 +28,6 @@ export type Begun =
   | { kind: 'replay'; stored: StoredOperation };
 
 type Row = { id: string; request_hash: string; status: 'running' | 'completed'; result: Record<string, unknown> | null; headers: Record<string, string> | null; expired: boolean; stale: boolean };
-
-/** A stable digest of everything that makes two requests the same operation. */
-export function requestHash(value: unknown): string {
-  const canonical = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(canonical)
-      : v && typeof v === 'object'
-        ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, canonical(x)]))
-        : v;
-  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex');
-}
 
 /**
  * Claims the key (or finds what holds it). A new claim also reserves the operation's credits in the
@@ -91,9 +81,7 @@ export async function beginOperation(
   // The row went away between the two statements (its operation failed): claim the key again.
   if (!row) return beginOperation(em, input);
   if (row.expired) throw new AppError(409, 'idempotency_expired', 'The stored operation for this idempotencyKey has expired; start anew with a new key.');
-  if (row.request_hash !== input.requestHash) {
-    throw new AppError(409, 'idempotency_conflict', 'This idempotencyKey was used for a different query.');
-  }
+  assertSameRequest({ requestHash: row.request_hash }, input.requestHash, null, 'This idempotencyKey was used for a different query.');
   if (row.status === 'completed') return { kind: 'replay', stored: { result: row.result!, headers: row.headers ?? {} } };
   if (row.stale) {
     const taken = await bound<{ id: string }>(
@@ -104,7 +92,7 @@ export async function beginOperation(
     );
     if (taken.length) return { kind: 'started', operationId: row.id };
   }
-  throw new AppError(409, 'operation_in_progress', 'A query with this idempotencyKey is still running; retry shortly.', { 'retry-after': '1' });
+  throw operationInProgress('A query with this idempotencyKey is still running; retry shortly.', { 'retry-after': '1' });
 }
 
 export async function completeOperation(em: EntityManager, operationId: string, stored: StoredOperation): Promise<void> {

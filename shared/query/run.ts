@@ -12,7 +12,8 @@ import { citationKey, openCitation } from '../retrieval/citations.ts';
 import { claimConflicts } from '../retrieval/conflicts.ts';
 import { analysis, retrieve, type Retrieval } from '../retrieval/retrieve.ts';
 import type { SearchIndex } from '../retrieval/search-index.ts';
-import { abandonOperation, beginOperation, completeOperation, requestHash } from './operations.ts';
+import { requestHash } from '../idempotency.ts';
+import { abandonOperation, beginOperation, completeOperation } from './operations.ts';
 import { assemble, type Assembled } from './result.ts';
 
 /** Everything one query needs besides the caller and the request. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { contentHash } from '../hash.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EvidenceKind } from '../contracts/query.ts';
 import type { ClaimDoc, Hit, MessageDoc, QueryWord, RecordDoc } from './account-index.ts';
@@ -180,7 +180,6 @@ function claimSql(b: Boundary, m: Match, limit: number): Sql {
 
 type Row = Record<string, unknown> & { id: string; text: string; tsv: string | null; score: number | string };
 const iso = (d: unknown) => new Date(d as string).toISOString();
-const normHash = (t: string) => createHash('sha256').update(t.normalize('NFC').replace(/\s+/g, ' ').trim()).digest('hex');
 
 function toRecord(r: Row, via: Via): Candidate {
   return {
@@ -210,7 +209,7 @@ function toMessage(r: Row, via: Via): Candidate {
 
 function toClaim(r: Row, via: Via): Candidate {
   return {
-    ref: { table: 'claim', id: r.id }, kind: 'claim', text: r.text, contentHash: normHash(r.text),
+    ref: { table: 'claim', id: r.id }, kind: 'claim', text: r.text, contentHash: contentHash(r.text),
     vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
     origin: {
       type: 'claim', claimId: r.id, peer: r.peer as string, session: (r.session as string) ?? null, authority: r.authority as string,
