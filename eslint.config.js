@@ -48,9 +48,18 @@ export default tseslint.config(
     },
   },
   {
+    // The MCP tools and the REST routes are sibling adapters over the same domain functions.
+    files: ['api/mcp/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{ group: ['**/routes/**'], message: 'MCP code does not import REST routes: both call the domain (shared/).' }, NO_TEST_TOOLING],
+      }],
+    },
+  },
+  {
     // Test tooling lives under test/; the product never imports it.
     files: ['{shared,api,activities,bin,cli}/**/*.ts'],
-    ignores: [`shared/${DOMAIN}/**`, 'shared/temporal/**'],
+    ignores: [`shared/${DOMAIN}/**`, 'shared/temporal/**', 'api/mcp/**'],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [NO_TEST_TOOLING] }] },
   },
   {

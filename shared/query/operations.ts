@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound, prepared } from '../db/sql.ts';
+import { bound, prepared, sql } from '../db/sql.ts';
 import { AppError } from '../errors.ts';
 import { assertSameRequest, operationInProgress } from '../idempotency.ts';
 import { reserve, reserveArgs, reservedFrom, type Reserved, type ReserveInput, type ReserveRow } from '../metering/reservations.ts';
+import type { Analysis } from '../retrieval/retrieve.ts';
 
 /**
  * Stored idempotent query operations (spec 2.3, 7, 8 rule 5). The first request with a key claims the
@@ -20,51 +21,56 @@ export type StoredOperation = { result: Record<string, unknown>; headers: Record
 
 /**
  * `reserved`: the credit reservation made with a new claim; absent when a stale claim was taken over
- * (the caller reserves then). `alongside`: the row of the columns asked to be selected with a new
+ * (the caller reserves then). `analysed`: the row of the query's analysis columns selected with a new
  * claim; absent likewise.
  */
 export type Begun =
-  | { kind: 'started'; operationId: string; reserved?: Reserved; alongside?: Record<string, unknown> }
+  | { kind: 'started'; operationId: string; reserved?: Reserved; analysed?: Record<string, unknown> }
   | { kind: 'replay'; stored: StoredOperation };
 
 type Row = { id: string; request_hash: string; status: 'running' | 'completed'; result: Record<string, unknown> | null; headers: Record<string, string> | null; expired: boolean; stale: boolean };
 
 /**
- * Claims the key (or finds what holds it). A new claim also reserves the operation's credits in the
- * same statement (cairn_reserve, with the operation's id as the reservation's): one round trip
- * instead of two. A refused reservation (402, 429) releases the claim and is thrown. `alongside`:
- * read-only columns the operation needs first (the query's analysis), selected by the same statement
- * when the claim is new.
+ * CLAIM_AND_ANALYSE: the statement that starts a new query, one round trip instead of three. It claims
+ * the idempotency key (a `running` query_operation row), reserves the query's credits (cairn_reserve,
+ * with the operation's id as the reservation's) and selects the query's analysis (retrieval's first
+ * reads: index versions and lexemes, retrieve.ts Analysis). When the key is already held it returns no
+ * row. The claim commits without waiting for its disk flush (synchronous_commit off for this
+ * statement's transaction only): nothing is answered before the operation's completion, a synchronous
+ * commit that flushes this one with it (WAL is flushed in order). A crash before that loses at most a
+ * claim whose query answered nothing; the retry then starts anew.
+ */
+function claimAndAnalyse(op: { id: string; accountId: string; idempotencyKey: string; requestHash: string }, reserveArgs: unknown[], analysis: Analysis | null) {
+  return sql`with op as (
+       insert into query_operation (id, account_id, idempotency_key, request_hash, status)
+       select ${op.id}, ${op.accountId}, ${op.idempotencyKey}, ${op.requestHash}, 'running' from (select set_config('synchronous_commit', 'off', true)) c
+       on conflict (account_id, idempotency_key) do nothing returning id)
+     select f.*${analysis ? sql`, ${analysis.columns}` : sql.empty} from op, lateral cairn_reserve(op.id, ${sql.join(reserveArgs)}) f`;
+}
+
+/**
+ * Claims the key (or finds what holds it) with CLAIM_AND_ANALYSE. A refused reservation (402, 429)
+ * releases the claim and is thrown.
  */
 export async function beginOperation(
   em: EntityManager,
   input: {
     accountId: string; idempotencyKey: string; requestHash: string; retentionMs: number; reserve: Omit<ReserveInput, 'reservationId'>;
-    alongside?: { columns: string; params: unknown[] } | null;
+    analysis: Analysis | null;
   },
 ): Promise<Begun> {
   const id = randomUUID();
-  // The claim commits without waiting for its disk flush (synchronous_commit off for this statement's
-  // transaction only): nothing is answered before the operation's completion, a synchronous commit
-  // that flushes this one with it (WAL is flushed in order). A crash before that loses at most a
-  // claim whose query answered nothing; the retry then starts anew.
   const now = new Date();
-  const alongside = input.alongside;
   const [created] = await prepared<ReserveRow & Record<string, unknown>>(
     em,
-    `with op as (
-       insert into query_operation (id, account_id, idempotency_key, request_hash, status)
-       select ?, ?, ?, ?, 'running' from (select set_config('synchronous_commit', 'off', true)) c
-       on conflict (account_id, idempotency_key) do nothing returning id)
-     select f.*${alongside ? `, ${alongside.columns}` : ''} from op, lateral cairn_reserve(op.id, ?, ?, ?, ?, ?, ?) f`,
-    [id, input.accountId, input.idempotencyKey, input.requestHash, ...(alongside?.params ?? []), ...reserveArgs(input.reserve, now)],
+    claimAndAnalyse({ id, ...input }, reserveArgs(input.reserve, now), input.analysis),
   );
   if (created) {
     const request = { ...input.reserve, reservationId: id };
     try {
       // 'stale': the balance is created or renewed, then reserved on its own (nothing was written).
       const reserved = created.r_status === 'stale' ? await reserve(em, request, now) : reservedFrom(request, created, now);
-      return { kind: 'started', operationId: id, reserved, ...(alongside ? { alongside: created } : {}) };
+      return { kind: 'started', operationId: id, reserved, ...(input.analysis ? { analysed: created } : {}) };
     } catch (err) {
       await abandonOperation(em, id);
       throw err;
