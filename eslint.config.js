@@ -5,6 +5,14 @@ import tseslint from 'typescript-eslint';
 /** The domain folders under shared/. */
 const DOMAIN = '{answer,auth,ingest,memory,metering,oauth,query,retrieval}';
 const NO_TEST_TOOLING = { group: ['**/test/**', '@temporalio/testing', 'vitest'], message: 'Production code does not import test tooling.' };
+// One way to PostgreSQL (docs/decisions/0002-data-access.md): SQL through shared/db/sql.ts, other
+// connections through shared/db/connections.ts.
+const NO_DIRECT_DB = { group: ['pg', 'kysely'], message: 'Reach PostgreSQL through shared/db (sql.ts, connections.ts).' };
+const ONE_WAY_TO_POSTGRES = [
+  'error',
+  { selector: "CallExpression[callee.property.name='getConnection']", message: 'Run SQL with bound/prepared (shared/db/sql.ts).' },
+  { selector: "CallExpression[callee.property.name='getKysely']", message: 'Run SQL with bound/prepared (shared/db/sql.ts).' },
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/', '.data/', 'coverage/', 'api/console/dist/'] },
@@ -30,8 +38,10 @@ export default tseslint.config(
           { group: ['@temporalio/*', '**/temporal/*'], message: 'Domain code does not use Temporal: take the start function as a dependency.' },
           { group: ['**/api/**', '**/activities/**', '**/activities', '**/workflows/**'], message: 'Domain code does not import its adapters.' },
           NO_TEST_TOOLING,
+          NO_DIRECT_DB,
         ],
       }],
+      'no-restricted-syntax': ONE_WAY_TO_POSTGRES,
     },
   },
   {
@@ -43,8 +53,10 @@ export default tseslint.config(
         patterns: [
           { group: [`../${DOMAIN}/*`, '**/activities/**', '**/activities'], message: 'shared/temporal does not import the domain or the activities: inject them.' },
           NO_TEST_TOOLING,
+          NO_DIRECT_DB,
         ],
       }],
+      'no-restricted-syntax': ONE_WAY_TO_POSTGRES,
     },
   },
   {
@@ -52,14 +64,22 @@ export default tseslint.config(
     files: ['api/mcp/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', {
-        patterns: [{ group: ['**/routes/**'], message: 'MCP code does not import REST routes: both call the domain (shared/).' }, NO_TEST_TOOLING],
+        patterns: [{ group: ['**/routes/**'], message: 'MCP code does not import REST routes: both call the domain (shared/).' }, NO_TEST_TOOLING, NO_DIRECT_DB],
       }],
+      'no-restricted-syntax': ONE_WAY_TO_POSTGRES,
     },
   },
   {
     // Test tooling lives under test/; the product never imports it.
     files: ['{shared,api,activities,bin,cli}/**/*.ts'],
-    ignores: [`shared/${DOMAIN}/**`, 'shared/temporal/**', 'api/mcp/**'],
+    ignores: [`shared/${DOMAIN}/**`, 'shared/temporal/**', 'api/mcp/**', 'shared/db/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [NO_TEST_TOOLING, NO_DIRECT_DB] }],
+      'no-restricted-syntax': ONE_WAY_TO_POSTGRES,
+    },
+  },
+  {
+    files: ['shared/db/**/*.ts'],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [NO_TEST_TOOLING] }] },
   },
   {

@@ -55,12 +55,21 @@ const parts = (args: Statement): [string, unknown[]] => (args[0] instanceof Sql 
  * numbered in order, so the SQL must not contain a literal `?`.
  */
 export async function bound<T = Record<string, unknown>>(em: EntityManager, ...statement: Statement): Promise<T[]> {
+  return (await run(em, statement)).rows as T[];
+}
+
+/** `bound` for an insert, update or delete without `returning`: how many rows it changed. */
+export async function changed(em: EntityManager, ...statement: Statement): Promise<number> {
+  return Number((await run(em, statement)).numAffectedRows ?? 0);
+}
+
+type Executor = { executeQuery: (q: CompiledQuery) => Promise<{ rows: unknown[]; numAffectedRows?: bigint }> };
+
+async function run(em: EntityManager, statement: Statement) {
   const [sqlText, params] = parts(statement);
   const text = numbered(sqlText, params);
-  const ctx = em.getTransactionContext<{ executeQuery: (q: CompiledQuery) => Promise<{ rows: unknown[] }> }>();
-  const client = ctx ?? (em.getConnection().getClient() as unknown as { executeQuery: (q: CompiledQuery) => Promise<{ rows: unknown[] }> });
-  const res = await client.executeQuery(CompiledQuery.raw(text, params));
-  return res.rows as T[];
+  const client = em.getTransactionContext<Executor>() ?? (em.getConnection().getClient() as unknown as Executor);
+  return client.executeQuery(CompiledQuery.raw(text, params));
 }
 
 function numbered(sql: string, params: unknown[]): string {

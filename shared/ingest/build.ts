@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound, readLongBytes, writeLongText } from '../db/sql.ts';
-import { q } from '../metering/ledger.ts';
+
 import { sha256Hex } from '../hash.ts';
 import type { SupportedContentType } from './extract/index.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
@@ -44,7 +44,7 @@ async function loadJob(em: EntityManager, jobId: string, attempt?: number): Prom
 }
 
 export async function recordAttempt(em: EntityManager, jobId: string, attempt: number): Promise<void> {
-  await em.getConnection().execute('update ingest_job set attempts = greatest(attempts, ?), updated_at = now() where id = ?', [attempt, jobId]);
+  await bound(em, 'update ingest_job set attempts = greatest(attempts, ?), updated_at = now() where id = ?', [attempt, jobId]);
 }
 
 /** Makes sure the job's bytes are stored: uploads already are; URLs are fetched (safely) once. */
@@ -53,7 +53,8 @@ export async function acquireSource(
   jobId: string,
   opts: { policy: UrlPolicy; timeoutMs: number },
 ): Promise<{ crossSiteRedirect: boolean }> {
-  const [blob] = await em.getConnection().execute<{ final_url: string | null; cross: boolean }[]>(
+  const [blob] = await bound<{ final_url: string | null; cross: boolean }>(
+    em,
     `select b.final_url, (b.final_url is not null and b.final_url <> j.source_url and
             split_part(split_part(b.final_url, '://', 2), '/', 1) <> split_part(split_part(j.source_url, '://', 2), '/', 1)) as cross
        from ingest_blob b join ingest_job j on j.id = b.job_id where b.job_id = ?`,
@@ -144,7 +145,7 @@ export async function buildSourceRecords(
       await insertRecords(tx, job.account_id, jobId, source.rows.slice(i, i + RECORD_BATCH), vectors);
     }
     // The job ends in the same transaction as its records: no window where records exist for a queued job.
-    await q(
+    await bound(
       tx,
       `update ingest_job set title = ?, record_counts = ?::jsonb, quarantine_reason = ?, status = ?,
          completed_at = coalesce(completed_at, now()), updated_at = now()
@@ -152,7 +153,7 @@ export async function buildSourceRecords(
       [source.title, JSON.stringify(source.counts), decision.quarantine ? decision.reason : null,
         decision.quarantine ? 'quarantined' : 'succeeded', jobId],
     );
-    await q(tx, 'delete from ingest_blob where job_id = ?', [jobId]);
+    await bound(tx, 'delete from ingest_blob where job_id = ?', [jobId]);
   });
   return {
     status: decision.quarantine ? 'quarantined' : 'succeeded',
@@ -212,11 +213,11 @@ async function insertRecords(
 
 /** A source's records and their rows of the impact index. */
 async function deleteRecords(tx: EntityManager, sourceId: string): Promise<void> {
-  await q(tx, 'with terms as (delete from record_term where source_id = ?) delete from record where source_id = ?', [sourceId, sourceId]);
+  await bound(tx, 'with terms as (delete from record_term where source_id = ?) delete from record where source_id = ?', [sourceId, sourceId]);
 }
 
 async function storedResult(em: EntityManager, jobId: string, status: 'succeeded' | 'quarantined'): Promise<ProcessResult> {
-  const [row] = await q<{ record_counts: ProcessResult['counts'] | null; quarantine_reason: string | null }>(
+  const [row] = await bound<{ record_counts: ProcessResult['counts'] | null; quarantine_reason: string | null }>(
     em, 'select record_counts, quarantine_reason from ingest_job where id = ?', [jobId],
   );
   const counts = row?.record_counts ?? { sourceExcerpts: 0, facts: 0, links: 0, total: 0 };
@@ -229,13 +230,14 @@ async function storedResult(em: EntityManager, jobId: string, status: 'succeeded
  */
 export async function completeJob(em: EntityManager, jobId: string, status: 'succeeded' | 'quarantined'): Promise<void> {
   await em.transactional(async (tx) => {
-    await q(tx, `update ingest_job set status = ?, completed_at = coalesce(completed_at, now()), updated_at = now() where id = ? and status = 'queued'`, [status, jobId]);
-    await q(tx, 'delete from ingest_blob where job_id = ?', [jobId]);
+    await bound(tx, `update ingest_job set status = ?, completed_at = coalesce(completed_at, now()), updated_at = now() where id = ? and status = 'queued'`, [status, jobId]);
+    await bound(tx, 'delete from ingest_blob where job_id = ?', [jobId]);
   });
 }
 
 export async function failJob(em: EntityManager, jobId: string, failure: { message: string; retryable: boolean }): Promise<void> {
-  await em.getConnection().execute(
+  await bound(
+    em,
     `update ingest_job set status = 'failed', failure = ?::jsonb, completed_at = coalesce(completed_at, now()), updated_at = now()
       where id = ? and status = 'queued'`,
     [JSON.stringify({ ...failure, failedAt: new Date().toISOString() }), jobId],
@@ -247,16 +249,17 @@ export async function failJob(em: EntityManager, jobId: string, failure: { messa
 /** Removes a source's records and text; the row stays as a tombstone with status deleted. */
 export async function deleteSourceRecords(em: EntityManager, deletionJobId: string): Promise<void> {
   await em.transactional(async (tx) => {
-    const [job] = await q<{ source_id: string }>(tx, 'select source_id from ingest_job where id = ?', [deletionJobId]);
+    const [job] = await bound<{ source_id: string }>(tx, 'select source_id from ingest_job where id = ?', [deletionJobId]);
     if (!job) throw new Error(`deletion job ${deletionJobId} does not exist`);
     await deleteRecords(tx, job.source_id);
-    await q(tx, `update source set status = 'deleted', deleted_at = coalesce(deleted_at, now()), text = '', sections = '[]' where id = ?`, [job.source_id]);
-    await q(tx, 'delete from ingest_blob where job_id = ?', [job.source_id]);
+    await bound(tx, `update source set status = 'deleted', deleted_at = coalesce(deleted_at, now()), text = '', sections = '[]' where id = ?`, [job.source_id]);
+    await bound(tx, 'delete from ingest_blob where job_id = ?', [job.source_id]);
   });
 }
 
 export async function completeDeletionJob(em: EntityManager, jobId: string): Promise<void> {
-  await em.getConnection().execute(
+  await bound(
+    em,
     `update ingest_job set status = 'succeeded', completed_at = coalesce(completed_at, now()), updated_at = now() where id = ? and status = 'queued'`,
     [jobId],
   );
@@ -265,9 +268,9 @@ export async function completeDeletionJob(em: EntityManager, jobId: string): Pro
 /** Operator release of a quarantined source: it becomes usable for answers. */
 export async function releaseSource(em: EntityManager, sourceId: string): Promise<boolean> {
   return em.transactional(async (tx) => {
-    const rows = await q(tx, `update source set status = 'active' where id = ? and status = 'quarantined' returning id`, [sourceId]);
+    const rows = await bound(tx, `update source set status = 'active' where id = ? and status = 'quarantined' returning id`, [sourceId]);
     if (rows.length === 0) return false;
-    await q(tx, `update ingest_job set status = 'succeeded', updated_at = now() where id = ? and status = 'quarantined'`, [sourceId]);
+    await bound(tx, `update ingest_job set status = 'succeeded', updated_at = now() where id = ? and status = 'quarantined'`, [sourceId]);
     return true;
   });
 }

@@ -4,7 +4,7 @@ import type { Reach } from '../auth/principal.ts';
 import { IngestJob } from '../db/entities/index.ts';
 import { audienceCondition, bound } from '../db/sql.ts';
 import { notFound } from '../errors.ts';
-import { q } from '../metering/ledger.ts';
+
 import { publicJob } from './jobs.ts';
 
 /**
@@ -29,7 +29,7 @@ export async function requestSourceDeletion(
       [sourceId, accountId, ...inReach.params],
     );
     if (!source) throw notFound('No source with this id.');
-    const [existing] = await q<{ id: string }>(
+    const [existing] = await bound<{ id: string }>(
       tx,
       `select id from ingest_job where account_id = ? and kind = 'source_deletion' and source_id = ? and status <> 'failed'
         order by created_at desc limit 1`,
@@ -37,7 +37,7 @@ export async function requestSourceDeletion(
     );
     if (existing) return { jobId: existing.id, created: false };
     const jobId = randomUUID();
-    await q(
+    await bound(
       tx,
       `insert into ingest_job (id, account_id, kind, status, source_id, attempts, audience) values (?, ?, 'source_deletion', 'queued', ?, 0, ?)`,
       [jobId, accountId, sourceId, source.audience],
@@ -51,11 +51,11 @@ export async function requestSourceDeletion(
 
 /** The account overview's lists and counts (sources not deleted; quarantined ones flagged). */
 export async function overviewLists(em: EntityManager, accountId: string, limits: { sources: number; jobs: number }) {
-  const conn = em.getConnection();
-  const sources = await conn.execute<{
+  const sources = await bound<{
     id: string; kind: string; url: string | null; filename: string | null; title: string | null; content_type: string;
     status: string; quarantine_reason: string | null; dated_at: string | null; created_at: Date; records: string;
-  }[]>(
+  }>(
+    em,
     `select s.id, s.kind, s.url, s.filename, s.title, s.content_type, s.status, s.quarantine_reason,
             to_char(s.dated_at, 'YYYY-MM-DD') as dated_at, s.created_at,
             (select count(*) from record r where r.source_id = s.id) as records
@@ -63,7 +63,8 @@ export async function overviewLists(em: EntityManager, accountId: string, limits
     [accountId, limits.sources],
   );
   const jobs = await em.find(IngestJob, { accountId }, { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], limit: limits.jobs });
-  const [count] = await conn.execute<{ total: string }[]>(
+  const [count] = await bound<{ total: string }>(
+    em,
     `select count(*) as total from record r join source s on s.id = r.source_id
       where r.account_id = ? and s.status = 'active'`,
     [accountId],

@@ -7,7 +7,7 @@ import { AppError } from '../errors.ts';
 import { sha256Hex } from '../hash.ts';
 import { assertSameRequest, requestHash } from '../idempotency.ts';
 import { bound } from '../db/sql.ts';
-import { lockBalance, q } from '../metering/ledger.ts';
+import { lockBalance } from '../metering/ledger.ts';
 import { consumeQuota, quotaHeaders, readQuota } from '../metering/quotas.ts';
 import type { FreeWorkLimiter } from '../ops/free-work.ts';
 import { ExtractionError, type SupportedContentType } from './extract/index.ts';
@@ -119,7 +119,7 @@ async function createJob(
   const accountId = reach.accountId;
   const result = await deps.em.transactional(async (tx) => {
     await lockBalance(tx, accountId);
-    const [existing] = await q<{ id: string; request_hash: string; audience: string | null }>(
+    const [existing] = await bound<{ id: string; request_hash: string; audience: string | null }>(
       tx,
       'select id, request_hash, audience from ingest_job where account_id = ? and idempotency_key = ?',
       [accountId, input.idempotencyKey],
@@ -131,7 +131,7 @@ async function createJob(
     }
     const quota = await consumeQuota(tx, accountId, 'ingest');
     const jobId = randomUUID();
-    await q(
+    await bound(
       tx,
       `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, attempts, source_url, filename,
          content_type, dated_at, size_bytes, audience)

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
+import { dedicatedConnection, type DedicatedConnection } from '../db/connections.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
@@ -66,7 +66,7 @@ export function startMemoryDispatcher(deps: { orm: Orm; batches: MemoryBatches; 
   let pumping = false;
   let wanted = false;
   let inFlight = 0;
-  let listener: pg.Client | undefined;
+  let listener: DedicatedConnection | undefined;
 
   const pump = async () => {
     if (pumping) return;
@@ -104,7 +104,7 @@ export function startMemoryDispatcher(deps: { orm: Orm; batches: MemoryBatches; 
   // LISTEN on a connection of its own; on error it is replaced at the next poll (the poll covers the gap).
   const listen = async () => {
     if (listener || stopped) return;
-    const client = new pg.Client({ connectionString: deps.orm.config.get('clientUrl') });
+    const client = dedicatedConnection(deps.orm.config.get('clientUrl')!);
     listener = client;
     client.on('notification', kick);
     client.on('error', (err) => {

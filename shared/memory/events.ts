@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Reach } from '../auth/principal.ts';
 import { EVENT_STATUSES } from '../contracts/memory.ts';
+import { notifyCoalesced } from '../db/connections.ts';
 import { audienceCondition, bound } from '../db/sql.ts';
 import { forbidden, notFound } from '../errors.ts';
 import { iso } from './pagination.ts';
@@ -81,36 +82,14 @@ export async function queueStatus(em: Em, reach: Reach) {
 
 /** The channel the workers' dispatchers (shared/memory/dispatcher.ts) listen on for queued events. */
 export const MEMORY_EVENT_CHANNEL = 'cairn_memory_event';
-const NOTIFY_QUEUED = `select pg_notify('${MEMORY_EVENT_CHANNEL}', '')`;
-
-const notifying = new WeakMap<object, { inFlight: boolean; again: boolean }>();
 
 /**
- * Wakes the dispatchers after a queued event has committed, in a statement of its own: a transaction
- * that notifies holds PostgreSQL's global notify lock through its commit's disk flush, which made
- * concurrent message writes commit one at a time (migration 0018). One notification per pool is in
- * flight at most; events committed meanwhile ask for one more, sent when it returns, so a burst of
- * writes costs a few notifications, not one each. The event row is the outbox: a lost notification
- * (an error, a crash right after the commit) only delays the event to a dispatcher's next poll.
+ * Wakes the dispatchers after a queued event has committed (shared/db/connections.ts notifyCoalesced).
+ * The event row is the outbox: a lost notification (an error, a crash right after the commit) only
+ * delays the event to a dispatcher's next poll.
  */
 export function notifyQueued(em: Em): void {
-  const connection = em.getConnection();
-  let state = notifying.get(connection);
-  if (!state) notifying.set(connection, (state = { inFlight: false, again: false }));
-  if (state.inFlight) {
-    state.again = true;
-    return;
-  }
-  const s = state;
-  s.inFlight = true;
-  const send = (): void => {
-    s.again = false;
-    void connection.getNativeClient()
-      .then((pool) => pool.query(NOTIFY_QUEUED))
-      .catch(() => {}) // see above: the poll covers it
-      .finally(() => (s.again ? send() : (s.inFlight = false)));
-  };
-  send();
+  notifyCoalesced(em, MEMORY_EVENT_CHANNEL);
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { bound } from '../db/sql.ts';
 import { AppError } from '../errors.ts';
 import { creditPeriod, isoDate } from './periods.ts';
 
@@ -20,9 +21,6 @@ export type Balance = {
 export type LedgerKind =
   | 'grant_monthly' | 'grant_onboarding' | 'period_reset' | 'reserve' | 'charge' | 'refund' | 'adjust' | 'limit_change';
 
-export async function q<T = Record<string, unknown>>(tx: Tx, sql: string, params: unknown[] = []): Promise<T[]> {
-  return tx.getConnection().execute<T[]>(sql, params, 'all', tx.getTransactionContext());
-}
 
 type BalanceRow = {
   period_start: Date | string;
@@ -39,20 +37,20 @@ type BalanceRow = {
  * Must run inside a transaction.
  */
 export async function lockBalance(tx: Tx, accountId: string, now = new Date()): Promise<Balance> {
-  const [acct] = await q<{ created_at: Date; monthly_credits: number; onboarding_credits: number }>(
+  const [acct] = await bound<{ created_at: Date; monthly_credits: number; onboarding_credits: number }>(
     tx,
     'select created_at, monthly_credits, onboarding_credits from account where id = ?',
     [accountId],
   );
   if (!acct) throw new AppError(404, 'not_found', 'No such account.');
   const period = creditPeriod(new Date(acct.created_at), now);
-  const inserted = await q(
+  const inserted = await bound(
     tx,
     `insert into credit_balance (account_id, period_start, monthly_remaining, onboarding_remaining)
      values (?, ?, 0, 0) on conflict (account_id) do nothing returning account_id`,
     [accountId, isoDate(period.start)],
   );
-  const [row] = await q<BalanceRow>(
+  const [row] = await bound<BalanceRow>(
     tx,
     `select b.period_start, b.monthly_remaining, b.onboarding_remaining, a.monthly_credits, a.onboarding_credits, a.created_at
        from credit_balance b join account a on a.id = b.account_id
@@ -82,7 +80,7 @@ export async function lockBalance(tx: Tx, accountId: string, now = new Date()): 
       kind: 'period_reset', key: `period_reset:${isoDate(period.start)}`, amount: acct.monthly_credits,
       monthlyDelta: acct.monthly_credits - balance.monthly, onboardingDelta: 0, reason: 'monthly period renewed',
     });
-    await q(tx, 'update credit_balance set period_start = ? where account_id = ?', [isoDate(period.start), accountId]);
+    await bound(tx, 'update credit_balance set period_start = ? where account_id = ?', [isoDate(period.start), accountId]);
   }
   return balance;
 }
@@ -105,7 +103,7 @@ export async function applyLedger(tx: Tx, balance: Balance, e: LedgerEntry): Pro
   if (monthly < 0 || onboarding < 0) {
     throw new AppError(402, 'account_credits_exhausted', 'Not enough credits.');
   }
-  const rows = await q(
+  const rows = await bound(
     tx,
     `insert into credit_ledger (account_id, idempotency_key, kind, amount, monthly_delta, onboarding_delta,
        monthly_after, onboarding_after, reservation_id, metric, reason)
@@ -116,7 +114,7 @@ export async function applyLedger(tx: Tx, balance: Balance, e: LedgerEntry): Pro
   );
   if (rows.length === 0) return balance; // already applied by an earlier attempt
   if (e.monthlyDelta !== 0 || e.onboardingDelta !== 0) {
-    await q(
+    await bound(
       tx,
       'update credit_balance set monthly_remaining = ?, onboarding_remaining = ?, updated_at = now() where account_id = ?',
       [monthly, onboarding, balance.accountId],
@@ -130,7 +128,8 @@ export async function applyLedger(tx: Tx, balance: Balance, e: LedgerEntry): Pro
  * behind each other on the row lock); otherwise the locked path creates or renews it.
  */
 export async function getBalance(em: EntityManager, accountId: string, now = new Date()): Promise<Balance> {
-  const [row] = await em.getConnection().execute<BalanceRow[]>(
+  const [row] = await bound<BalanceRow>(
+    em,
     `select b.period_start, b.monthly_remaining, b.onboarding_remaining, a.monthly_credits, a.onboarding_credits, a.created_at
        from credit_balance b join account a on a.id = b.account_id where b.account_id = ?`,
     [accountId],
@@ -168,9 +167,10 @@ export async function adjustCredits(
 
 /** Proves the balance equals the ledger: the sums of all deltas must match the stored balance. */
 export async function verifyLedger(em: EntityManager, accountId: string) {
-  const [row] = await em.getConnection().execute<{
+  const [row] = await bound<{
     ledger_monthly: string | null; ledger_onboarding: string | null; monthly_remaining: number | null; onboarding_remaining: number | null;
-  }[]>(
+  }>(
+    em,
     `select (select sum(monthly_delta) from credit_ledger where account_id = ?) as ledger_monthly,
             (select sum(onboarding_delta) from credit_ledger where account_id = ?) as ledger_onboarding,
             b.monthly_remaining, b.onboarding_remaining

@@ -1,5 +1,6 @@
+import { bound } from '../db/sql.ts';
 import { AppError } from '../errors.ts';
-import { q, type Tx } from './ledger.ts';
+import { type Tx } from './ledger.ts';
 import { isoDate, secondsUntil, utcDay, utcMonth } from './periods.ts';
 
 export type Metric = 'query' | 'ingest';
@@ -11,7 +12,7 @@ export type QuotaState = {
 };
 
 async function limitsFor(tx: Tx, accountId: string, metric: Metric) {
-  const [row] = await q<{ daily: number; monthly: number }>(
+  const [row] = await bound<{ daily: number; monthly: number }>(
     tx,
     metric === 'query'
       ? 'select query_daily_limit as daily, query_monthly_limit as monthly from account where id = ?'
@@ -23,7 +24,7 @@ async function limitsFor(tx: Tx, accountId: string, metric: Metric) {
 }
 
 async function usedIn(tx: Tx, accountId: string, metric: Metric, period: 'day' | 'month', start: Date) {
-  const [row] = await q<{ used: number }>(
+  const [row] = await bound<{ used: number }>(
     tx,
     'select used from quota_usage where account_id = ? and metric = ? and period = ? and period_start = ?',
     [accountId, metric, period, isoDate(start)],
@@ -72,7 +73,7 @@ export async function consumeQuota(tx: Tx, accountId: string, metric: Metric, no
   if (state.daily.remaining <= 0) throw quotaExceeded(state, 'daily', now);
   if (state.monthly.remaining <= 0) throw quotaExceeded(state, 'monthly', now);
   for (const [period, start] of [['day', utcDay(now).start], ['month', utcMonth(now).start]] as const) {
-    await q(
+    await bound(
       tx,
       `insert into quota_usage (account_id, metric, period, period_start, used) values (?, ?, ?, ?, 1)
        on conflict (account_id, metric, period, period_start) do update set used = quota_usage.used + 1`,

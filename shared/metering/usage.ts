@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { lockBalance, q } from './ledger.ts';
+import { bound } from '../db/sql.ts';
+import { lockBalance } from './ledger.ts';
 import { isoDate, utcDay } from './periods.ts';
 import { readQuota } from './quotas.ts';
 
@@ -23,7 +24,7 @@ type LedgerRow = {
  */
 async function foldedLedger(tx: EntityManager, accountId: string, limit: number) {
   for (let window = limit * 3 + 3; ; window *= 2) {
-    const rows = await q<LedgerRow>(
+    const rows = await bound<LedgerRow>(
       tx,
       `select id, kind, amount, monthly_delta, onboarding_delta, monthly_after, onboarding_after, metric, reason, created_at,
               reservation_id
@@ -70,13 +71,13 @@ export async function usageReport(em: EntityManager, accountId: string, ledgerLi
     const ledger = await foldedLedger(tx, accountId, ledgerLimit);
 
     const firstDay = new Date(utcDay(now).start.getTime() - (DAYS - 1) * 86_400_000);
-    const counts = await q<{ day: string; metric: string; used: number }>(
+    const counts = await bound<{ day: string; metric: string; used: number }>(
       tx,
       `select to_char(period_start, 'YYYY-MM-DD') as day, metric, used from quota_usage
         where account_id = ? and period = 'day' and period_start >= ?`,
       [accountId, isoDate(firstDay)],
     );
-    const credits = await q<{ day: string; charged: string }>(
+    const credits = await bound<{ day: string; charged: string }>(
       tx,
       `select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day, sum(amount) as charged from credit_ledger
         where account_id = ? and kind = 'charge' and created_at >= ? group by 1`,

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { SelfCheck } from '../db/entities/index.ts';
+import { bound } from '../db/sql.ts';
 
 export type SelfCheckRecord = { checkId: string; workerIdentity: string; checkedAt: string };
 
@@ -11,7 +12,7 @@ export async function recordSelfCheck(
   em: EntityManager,
   input: { checkId: string; requestedBy: string; workerIdentity: string },
 ): Promise<SelfCheckRecord> {
-  await em.getConnection().execute(
+  await bound(em, 
     `insert into self_check (id, requested_by, worker_identity, checked_at)
      values (?, ?, ?, now()) on conflict (id) do nothing`,
     [input.checkId, input.requestedBy, input.workerIdentity],
