@@ -79,6 +79,11 @@ function numbered(sql: string, params: unknown[]): string {
   return text;
 }
 
+/** `audienceCondition` as a `Sql` piece, for statements built with the `sql` tag. */
+export function inAudiences(column: string, audiences: readonly string[] | null): Sql {
+  return audiences ? sql` and ${sql.raw(column)} = any(${[...audiences]}::text[])` : sql.empty;
+}
+
 /**
  * ` and <column> = any(audiences)` for an audience-limited credential (docs/api.md, Audiences), nothing
  * for one that reaches the whole account; append `params` to the statement's parameters in place.

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Reach } from '../auth/principal.ts';
-import { IngestJob } from '../db/entities/index.ts';
 import { audienceCondition, bound } from '../db/sql.ts';
 import { notFound } from '../errors.ts';
 
 import { publicJob } from './jobs.ts';
+import { findJob, insertDeletionJob, liveDeletionJob, recentJobs, type Job } from './jobs.queries.ts';
 
 /**
  * Starts the deletion of a source (its id is the id of the ingest job that created it). A second
@@ -19,7 +19,7 @@ export async function requestSourceDeletion(
   startDeletion: (job: { id: string; accountId: string }) => Promise<unknown>,
   reach: Reach,
   sourceId: string,
-): Promise<{ job: IngestJob; created: boolean }> {
+): Promise<{ job: Job; created: boolean }> {
   const accountId = reach.accountId;
   const result = await em.transactional(async (tx) => {
     const inReach = audienceCondition('audience', reach.audiences);
@@ -29,22 +29,13 @@ export async function requestSourceDeletion(
       [sourceId, accountId, ...inReach.params],
     );
     if (!source) throw notFound('No source with this id.');
-    const [existing] = await bound<{ id: string }>(
-      tx,
-      `select id from ingest_job where account_id = ? and kind = 'source_deletion' and source_id = ? and status <> 'failed'
-        order by created_at desc limit 1`,
-      [accountId, sourceId],
-    );
-    if (existing) return { jobId: existing.id, created: false };
+    const existing = await liveDeletionJob(tx, accountId, sourceId);
+    if (existing) return { jobId: existing, created: false };
     const jobId = randomUUID();
-    await bound(
-      tx,
-      `insert into ingest_job (id, account_id, kind, status, source_id, attempts, audience) values (?, ?, 'source_deletion', 'queued', ?, 0, ?)`,
-      [jobId, accountId, sourceId, source.audience],
-    );
+    await insertDeletionJob(tx, { id: jobId, accountId, sourceId, audience: source.audience });
     return { jobId, created: true };
   });
-  const job = await em.fork().findOneOrFail(IngestJob, { id: result.jobId });
+  const job = (await findJob(em.fork(), result.jobId))!;
   if (job.status === 'queued') await startDeletion({ id: job.id, accountId });
   return { job, created: result.created };
 }
@@ -62,7 +53,7 @@ export async function overviewLists(em: EntityManager, accountId: string, limits
        from source s where s.account_id = ? and s.status <> 'deleted' order by s.created_at desc limit ?`,
     [accountId, limits.sources],
   );
-  const jobs = await em.find(IngestJob, { accountId }, { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], limit: limits.jobs });
+  const jobs = await recentJobs(em, accountId, limits.jobs);
   const [count] = await bound<{ total: string }>(
     em,
     `select count(*) as total from record r join source s on s.id = r.source_id

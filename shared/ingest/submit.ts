@@ -2,17 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal, Reach } from '../auth/principal.ts';
 import { MAX_FILE_BYTES } from '../contracts/ingest.ts';
-import { IngestJob } from '../db/entities/index.ts';
 import { AppError } from '../errors.ts';
 import { sha256Hex } from '../hash.ts';
 import { assertSameRequest, requestHash } from '../idempotency.ts';
-import { bound } from '../db/sql.ts';
 import { lockBalance } from '../metering/ledger.ts';
 import { consumeQuota, quotaHeaders, readQuota } from '../metering/quotas.ts';
 import type { FreeWorkLimiter } from '../ops/free-work.ts';
 import { ExtractionError, type SupportedContentType } from './extract/index.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
 import { fetchSource, invalidIngest } from './fetch-source.ts';
+import { findJob, insertSubmission, jobOfKey, type Job } from './jobs.queries.ts';
 import { FetchRefusedError } from './safe-fetch.ts';
 import { assertFetchableUrl, parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
@@ -93,7 +92,7 @@ function requireLive(body: LiveFields): { datedAt: string; idempotencyKey: strin
   return { datedAt: body.datedAt, idempotencyKey: body.idempotencyKey };
 }
 
-export type Submitted = { job: IngestJob; created: boolean; headers: Record<string, string> };
+export type Submitted = { job: Job; created: boolean; headers: Record<string, string> };
 
 /**
  * Creates the job (or finds the one this idempotency key already made) and makes sure its workflow
@@ -119,11 +118,7 @@ async function createJob(
   const accountId = reach.accountId;
   const result = await deps.em.transactional(async (tx) => {
     await lockBalance(tx, accountId);
-    const [existing] = await bound<{ id: string; request_hash: string; audience: string | null }>(
-      tx,
-      'select id, request_hash, audience from ingest_job where account_id = ? and idempotency_key = ?',
-      [accountId, input.idempotencyKey],
-    );
+    const existing = await jobOfKey(tx, accountId, input.idempotencyKey);
     if (existing) {
       assertSameRequest({ requestHash: existing.request_hash, audience: existing.audience }, input.requestHash, reach,
         'This idempotencyKey was used for a different submission.');
@@ -131,24 +126,10 @@ async function createJob(
     }
     const quota = await consumeQuota(tx, accountId, 'ingest');
     const jobId = randomUUID();
-    await bound(
-      tx,
-      `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, attempts, source_url, filename,
-         content_type, dated_at, size_bytes, audience)
-       values (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
-      [jobId, accountId, input.kind, input.idempotencyKey, input.requestHash, input.sourceUrl ?? null,
-        input.filename ?? null, input.contentType ?? null, input.datedAt, input.blob?.bytes.byteLength ?? null, input.audience],
-    );
-    if (input.blob) {
-      await bound(
-        tx,
-        `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, ?)`,
-        [jobId, accountId, input.blob.bytes, sha256Hex(input.blob.bytes), input.blob.bytes.byteLength, input.blob.contentType],
-      );
-    }
+    await insertSubmission(tx, { id: jobId, accountId, ...input });
     return { jobId, created: true, quota };
   });
-  const job = await deps.em.fork().findOneOrFail(IngestJob, { id: result.jobId });
+  const job = (await findJob(deps.em.fork(), result.jobId))!;
   // Started with an id derived from the job: a replay (or a retry after a failed start) joins it.
   if (job.status === 'queued') {
     await deps.startJob({ id: job.id, kind: input.kind, accountId, contentType: input.contentType });
