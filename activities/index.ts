@@ -4,14 +4,13 @@ import { createIngestActivities } from './ingest.activity.ts';
 import { createMemoryActivities } from './memory.activity.ts';
 import { createConfiguredDeriver } from '../shared/memory/openai-deriver.ts';
 import { createRecordSelfCheck } from './record-self-check.activity.ts';
-import { createSettleReservation, createSettleStaleReservations } from './settle-reservation.activity.ts';
+import { createSettleStaleReservations } from './settle-reservation.activity.ts';
 
 /** All activities, bound to their dependencies. Workflows see only the type. */
 export function createActivities(deps: ActivityDeps) {
   return {
     recordSelfCheck: createRecordSelfCheck(deps),
     ...createAccountDeletionActivities(deps),
-    settleReservation: createSettleReservation(deps),
     settleStaleReservations: createSettleStaleReservations(deps),
     ...createIngestActivities(deps),
     ...createMemoryActivities(deps, createConfiguredDeriver(deps.memoryDeriver, deps.logger)),

@@ -5,7 +5,6 @@ import {
   acquireSource,
   buildSourceRecords,
   completeDeletionJob,
-  completeJob,
   deleteSourceRecords,
   failJob,
   recordAttempt,
@@ -55,9 +54,6 @@ export function createIngestActivities(deps: ActivityDeps) {
       } catch (err) {
         throw asFailure(err);
       }
-    },
-    async completeIngestJob(input: { jobId: string; status: 'succeeded' | 'quarantined' }) {
-      await completeJob(deps.orm.em.fork(), input.jobId, input.status);
     },
     async failIngestJob(input: { jobId: string; message: string; retryable: boolean }) {
       await failJob(deps.orm.em.fork(), input.jobId, { message: input.message, retryable: input.retryable });

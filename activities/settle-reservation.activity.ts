@@ -1,23 +1,17 @@
 import { Context } from '@temporalio/activity';
 import { AppError } from '../shared/errors.ts';
-import { settle, staleReservations, type Outcome } from '../shared/metering/reservations.ts';
+import { settle, staleReservations } from '../shared/metering/reservations.ts';
 import type { ActivityDeps } from './deps.ts';
 
 const SWEEP_BATCH = 200;
 
-export function createSettleReservation(deps: ActivityDeps) {
-  return async function settleReservation(input: { reservationId: string; outcome: Outcome }) {
-    try {
-      const s = await settle(deps.orm.em.fork(), input.reservationId, input.outcome);
-      return { reservationId: s.reservationId, charged: s.charged, refunded: s.refunded, gone: false };
-    } catch (err) {
-      // The account was deleted with its reservations: there is nothing left to settle.
-      if (err instanceof AppError && err.status === 404) {
-        return { reservationId: input.reservationId, charged: 0, refunded: 0, gone: true };
-      }
-      throw err;
-    }
-  };
+/** Settles one reservation as abandoned; one whose account was deleted with it has nothing left to settle. */
+async function settleAbandoned(deps: ActivityDeps, reservationId: string): Promise<void> {
+  try {
+    await settle(deps.orm.em.fork(), reservationId, 'abandoned');
+  } catch (err) {
+    if (!(err instanceof AppError && err.status === 404)) throw err;
+  }
 }
 
 /**
@@ -27,7 +21,6 @@ export function createSettleReservation(deps: ActivityDeps) {
  * it is. One that cannot be settled is logged and left for the next sweep without holding up the others.
  */
 export function createSettleStaleReservations(deps: ActivityDeps) {
-  const settleOne = createSettleReservation(deps);
   return async function settleStaleReservations(input: { olderThanMs: number }): Promise<{ settled: number; failed: number }> {
     let settled = 0;
     let failed = 0;
@@ -35,7 +28,7 @@ export function createSettleStaleReservations(deps: ActivityDeps) {
       const ids = await staleReservations(deps.orm.em.fork(), input.olderThanMs, SWEEP_BATCH);
       for (const reservationId of ids) {
         try {
-          await settleOne({ reservationId, outcome: 'abandoned' });
+          await settleAbandoned(deps, reservationId);
           settled++;
         } catch (err) {
           failed++;

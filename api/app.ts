@@ -124,7 +124,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(queryRoutes, { query });
     for (const mount of [MEMORY_API, MEMORY_CONSOLE]) {
       for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
-        await app.register(routes, { ...mount, config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex, freeWork: deps.freeWork });
+        await app.register(routes, { ...mount, config: deps.config, searchIndex: deps.searchIndex, freeWork: deps.freeWork });
       }
     }
     const provider = deps.oauth?.provider;
@@ -139,7 +139,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const options = {
       config: deps.config,
       tools: deps.mcpTools ?? MCP_TOOLS,
-      toolDeps: { config: deps.config, temporal: deps.temporal, searchIndex: deps.searchIndex, freeWork: deps.freeWork, query },
+      toolDeps: { config: deps.config, searchIndex: deps.searchIndex, freeWork: deps.freeWork, query },
       rateLimiter: deps.rateLimiter,
       resolveOauthToken: deps.oauth.resolveToken,
       authServerMetadata: deps.oauth.metadata,

@@ -1,6 +1,6 @@
 // Local supervisor (`npm start`): brings up PostgreSQL and Temporal when they are not configured,
 // migrates, runs the worker and the API as child processes, and stops everything on Ctrl-C.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../shared/config.ts';
@@ -73,11 +73,11 @@ runMain(async () => {
       DATABASE_URL: db.url,
       TEMPORAL_ADDRESS: temporal.address,
       CAIRN_SUPERVISOR_PID: String(process.pid),
-      // The worker may lower its backends' CPU priority only when the database runs on this host.
-      ...(db.embedded ? { CAIRN_EMBEDDED_DATABASE: '1' } : {}),
     };
     for (const name of ['worker', 'api']) {
-      const child = spawn(process.execPath, [script(name)], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+      // The worker reports over an IPC channel when it polls its task queues.
+      const stdio: StdioOptions = name === 'worker' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'inherit', 'inherit'];
+      const child: ChildProcess = spawn(process.execPath, [script(name)], { env, stdio });
       child.on('exit', (code, signal) => {
         if (shuttingDown) return;
         say(`${name} exited unexpectedly (${signal ?? `code ${code}`}); stopping everything`);
@@ -86,7 +86,13 @@ runMain(async () => {
       children.push(child);
     }
 
-    await waitReady(`http://127.0.0.1:${config.port}/readyz`, 120_000, () => shuttingDown);
+    // Ready means served and worked on: the API answers /readyz and the worker polls (it bundles its
+    // workflow code first, which can take longer than the API's start on a busy machine).
+    await Promise.all([
+      waitReady(`http://127.0.0.1:${config.port}/readyz`, 120_000, () => shuttingDown),
+      workerReady(children[0]!, 120_000),
+    ]);
+    if (shuttingDown) return;
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     say(`ready in ${seconds}s`);
     say(`  API            ${config.publicBaseUrl}`);
@@ -113,6 +119,19 @@ async function waitReady(url: string, timeoutMs: number, cancelled: () => boolea
     await sleep(250);
   }
   if (!cancelled()) throw new Error(`${url} did not report ready within ${timeoutMs / 1000}s`);
+}
+
+/** Resolves when the worker sends 'ready' (bin/worker.ts), or when it exits (which stops everything). */
+function workerReady(worker: ChildProcess, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the worker did not report ready within ${timeoutMs / 1000}s`)), timeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    worker.on('message', (m) => m === 'ready' && done());
+    worker.once('exit', done);
+  });
 }
 
 async function stopChild(child: ChildProcess, timeoutMs: number) {

@@ -6,7 +6,7 @@ import { createOrm } from '../shared/db/orm.ts';
 import { createLogger } from '../shared/logger.ts';
 import { exitWithSupervisor, onShutdown, runMain } from '../shared/entrypoint.ts';
 import { createWorkerMetrics, serveMetrics } from '../shared/ops/metrics.ts';
-import { lowerBackendPriority, lowerOwnPriority } from '../shared/ops/priority.ts';
+import { lowerOwnPriority } from '../shared/ops/priority.ts';
 import { createActivities } from '../activities/index.ts';
 import { extractionPoolFor } from '../shared/ingest/extraction-pool.ts';
 import { startMemoryDispatcher } from '../shared/memory/dispatcher.ts';
@@ -18,15 +18,10 @@ runMain(async () => {
   const config = loadConfig();
   const logger = createLogger(config, { name: 'worker' });
   // Background work yields the CPU to request handling on a shared host (shared/ops/priority.ts).
-  // First thing, so every thread started later inherits it. The database's backends are only ours
-  // to lower when the supervisor says it runs the embedded PostgreSQL on this host.
+  // First thing, so every thread started later inherits it.
   const nice = config.worker.nice;
   if (nice > 0 && lowerOwnPriority(nice) === 0) logger.warn({ nice }, 'worker priority not lowered');
-  const localBackends = nice > 0 && process.env.CAIRN_EMBEDDED_DATABASE === '1';
-  const orm = await createOrm(requireDatabaseUrl(config), logger, {
-    applicationName: 'cairn-worker',
-    ...(localBackends ? { onBackend: (pid: number) => void lowerBackendPriority(pid, nice) } : {}),
-  });
+  const orm = await createOrm(requireDatabaseUrl(config), logger, { applicationName: 'cairn-worker' });
   const metrics = createWorkerMetrics();
   // Extraction processes for the builds; created once, they outlive reconnects to Temporal.
   const extraction = extractionPoolFor(config, logger.child({ component: 'extraction' }));
@@ -62,6 +57,7 @@ runMain(async () => {
     await running;
   }, config.shutdownTimeoutMs);
   exitWithSupervisor();
+  process.channel?.unref(); // the supervisor's IPC channel (npm start) never keeps this process alive
 
   // The worker outlives the Temporal server: when the server goes away (restart, network) the SDK
   // worker fails; we reconnect with backoff instead of exiting, so no supervisor is needed for that.
@@ -85,6 +81,8 @@ runMain(async () => {
         });
         if (stopping) break;
         logger.info({ identity: current.identity, taskQueues: taskQueuesFor(config.temporal.taskQueue), slots: config.worker.slots }, 'worker started');
+        // Under `npm start` the supervisor says the service is ready only once the worker polls (bin/start.ts).
+        if (process.connected) process.send?.('ready');
         backoffMs = 1000;
         await current.run();
       } catch (err) {

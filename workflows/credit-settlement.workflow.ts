@@ -1,24 +1,6 @@
 import { continueAsNew, defineSignal, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 
-export type CreditSettlementInput = { reservationId: string };
-
-// Money must never be lost: retry forever with backoff capped at a minute. The activity is idempotent
-// (a settled reservation is returned as is), so a retry after a crash writes nothing twice.
-const { settleReservation } = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
-
-/**
- * The durable owner of one credit reservation, as the API started it per reservation before the
- * settlement sweeper replaced that; kept so executions started by older versions still run to the end.
- * It settles the reservation if the API did not: base credit kept, provider work refunded.
- */
-export async function creditSettlementWorkflow(input: CreditSettlementInput) {
-  return settleReservation({ reservationId: input.reservationId, outcome: 'abandoned' });
-}
-
 // A sweep settles a batch at a time and heartbeats per reservation; a silent worker is replaced soon.
 const { settleStaleReservations } = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',

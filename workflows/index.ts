@@ -2,7 +2,6 @@
 // only, and nothing here may import node:*, the database, the logger or API code (lint enforces it).
 export { selfCheckWorkflow } from './self-check.workflow.ts';
 export { accountDeletionWorkflow } from './account-deletion.workflow.ts';
-export { creditSettlementWorkflow } from './credit-settlement.workflow.ts';
 export { creditSettlementSweeperWorkflow } from './credit-settlement.workflow.ts';
 export { ingestWorkflow, sourceDeletionWorkflow } from './ingest.workflow.ts';
-export { memoryBatchWorkflow, memoryEventWorkflow } from './memory-batch.workflow.ts';
+export { memoryBatchWorkflow } from './memory-batch.workflow.ts';

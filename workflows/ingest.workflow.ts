@@ -1,18 +1,13 @@
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { CAIRN_CONTENT_TYPE, CAIRN_STATUS } from './search-attributes.ts';
 
 export type IngestInput = {
   jobId: string;
-  /** Uploads are stored at submission: nothing to fetch. Absent on executions started before it existed. */
-  kind?: 'url' | 'file';
+  /** Uploads are stored at submission: nothing to fetch. */
+  kind: 'url' | 'file';
   /** How soon a silent (crashed) worker's activity is retried elsewhere; INGEST_HEARTBEAT_TIMEOUT_SECONDS. */
   heartbeatTimeoutMs?: number;
-  /**
-   * Set by every start since the build step ends the job itself; absent on executions started before,
-   * which decide by the patch marker instead (see ingestWorkflow).
-   */
-  buildEndsJob?: true;
 };
 
 // Fetching talks to the outside world: a couple of minutes per attempt, three attempts with backoff
@@ -47,14 +42,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<{ status: stri
   try {
     const fetched = input.kind === 'file' ? { crossSiteRedirect: false } : await fetching.acquireIngestSource({ jobId: input.jobId });
     const result = await building.buildIngestRecords({ jobId: input.jobId, crossSiteRedirect: fetched.crossSiteRedirect });
-    // The build step ends the job in its own transaction; histories recorded before that still schedule
-    // the separate completion, so replaying them stays deterministic. Executions started with
-    // buildEndsJob skip patched(): its marker and search-attribute upsert cost the Temporal server a
-    // history write and a visibility update per job. The patch marker is only ever written in a
-    // job's last workflow task, so no running execution has one that this branch would not replay.
-    if (!input.buildEndsJob && !patched('ingest-build-completes-job')) {
-      await bookkeeping.completeIngestJob({ jobId: input.jobId, status: result.status });
-    }
+    // The build step ends the job in its own transaction (shared/ingest/build.ts buildSourceRecords).
     // Operators filter on these in the Temporal UI (`CairnStatus = "failed"`); the execution itself
     // completes either way, since the job's failure is recorded, not thrown.
     upsertSearchAttributes([

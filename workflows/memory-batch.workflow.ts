@@ -1,9 +1,8 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import { proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { CAIRN_STATUS } from './search-attributes.ts';
 
 export type MemoryBatchInput = { batchId: string; eventIds: string[] };
-export type MemoryEventInput = { eventId: string };
 
 // A batch is a few short transactions per event, plus (for add-events with a configured model
 // deriver) one provider call per event bounded by MEMORY_DERIVER_TIMEOUT_SECONDS, four peers at a time:
@@ -58,20 +57,4 @@ export async function memoryBatchWorkflow(input: MemoryBatchInput): Promise<{ su
 function finished(outcome: { succeeded: number; failed: number }) {
   upsertSearchAttributes([{ key: CAIRN_STATUS, value: outcome.failed > 0 ? 'failed' : 'succeeded' }]);
   return outcome;
-}
-
-function publicFailure(err: unknown): string {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure && cause.type === 'MemoryEventRefused') return cause.message;
-  return GIVE_UP;
-}
-
-/** One workflow per event, as started before batches (migration 0013): kept so running executions finish. */
-export async function memoryEventWorkflow(input: MemoryEventInput): Promise<{ status: string }> {
-  try {
-    return await processing.processMemoryEvent(input);
-  } catch (err) {
-    await bookkeeping.failMemoryEvent({ eventId: input.eventId, message: publicFailure(err) });
-    return { status: 'failed' };
-  }
 }

@@ -1,12 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { ensureDatabase } from '../../shared/db/embedded.ts';
-import { loadConfig } from '../../shared/config.ts';
 import { createOrm, migrate, type Orm } from '../../shared/db/orm.ts';
-import { lowerProcessPriority } from '../../shared/ops/priority.ts';
 import { scratchPostgres, scratchTemporal } from '../../test/helpers/ephemeral.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { childPid } from './machine.ts';
 
 // The infrastructure a benchmark run needs, provided the way the test global setup does it:
 // DATABASE_URL / TEMPORAL_ADDRESS when set, otherwise a throwaway embedded PostgreSQL in a temporary
@@ -29,8 +26,6 @@ export class Infra {
   private postgresStarted: Promise<PostgresInfo> | undefined;
   private temporalStarted: Promise<string> | undefined;
   private stopping: Promise<void> | undefined;
-  /** Set once PostgreSQL is up: true when it is the embedded one on this host (as under `npm start`). */
-  databaseIsEmbedded = false;
 
   private defer(cleanup: () => Promise<unknown>, list = this.cleanups) {
     if (this.stopping) {
@@ -54,16 +49,12 @@ export class Infra {
   private async startPostgres(): Promise<PostgresInfo> {
     const db = await scratchPostgres(log, 'cairn-bench-');
     this.defer(db.stop);
-    this.databaseIsEmbedded = db.source === 'embedded';
     return { adminUrl: db.adminUrl, source: db.source === 'env' ? 'DATABASE_URL' : 'embedded' };
   }
 
   private async startTemporal(): Promise<string> {
     const temporal = await scratchTemporal(log);
     this.defer(temporal.stop);
-    // As `npm start` runs its Temporal dev server (shared/local/infra.ts): at the background nice value.
-    const pid = temporal.source === 'embedded' ? await childPid('temporal') : undefined;
-    if (pid) lowerProcessPriority(pid, loadConfig().worker.nice);
     return temporal.address;
   }
 

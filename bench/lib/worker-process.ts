@@ -15,8 +15,6 @@ export function spawnBenchWorker(
       TEMPORAL_TASK_QUEUE: env.taskQueue,
       LOG_LEVEL: 'warn',
       WORKER_METRICS_PORT: '0',
-      // As `npm start` tells its worker: the database runs on this host (bin/worker.ts).
-      ...(infra.databaseIsEmbedded ? { CAIRN_EMBEDDED_DATABASE: '1' } : {}),
       ...(process.env.BACKGROUND_NICE ? { BACKGROUND_NICE: process.env.BACKGROUND_NICE } : {}),
       ...env.extra,
     },

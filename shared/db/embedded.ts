@@ -2,9 +2,8 @@ import os from 'node:os';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { execFile, type ChildProcess } from 'node:child_process';
-import { promisify } from 'node:util';
-import pg from 'pg';
+import type { ChildProcess } from 'node:child_process';
+import { dedicatedConnection } from './connections.ts';
 import { assertDataDirFree, assertEmbeddedUserCanEnter } from '../local/preflight.ts';
 
 // Every hook async-exit-hook installs at import: on the signals it stops PostgreSQL and exits, racing
@@ -38,25 +37,6 @@ export type EmbeddedDatabase = { url: string; stop(): Promise<void> };
  */
 function sharedBuffersMb(): number {
   return Math.min(1024, Math.max(128, Math.floor(os.totalmem() / 8 / 2 ** 20)));
-}
-
-const execFileAsync = promisify(execFile);
-
-/**
- * Puts the embedded PostgreSQL under SCHED_BATCH; the backends it forks for connections inherit it.
- * A woken batch task never preempts the running one (the kernel leaves that to the tick), so a
- * statement the API sends no longer takes the API's core from its event loop the moment it is
- * written: on a 2-core machine running API, worker and database together, about a third of the
- * API's wall time was spent descheduled inside writev. Alternating both policies in one query
- * benchmark process (4 × 600 requests each, 8 clients): 8% more queries per second, p95 6% lower.
- * The database keeps its fair share of CPU. Best effort: without util-linux's chrt it is skipped.
- */
-async function batchScheduled(pid: number, log?: (message: string) => void): Promise<void> {
-  try {
-    await execFileAsync('chrt', ['--batch', '--all-tasks', '--pid', '0', String(pid)]);
-  } catch (err) {
-    log?.(`postgres: left at the default CPU scheduling (chrt --batch failed: ${(err as Error).message.split('\n')[0]})`);
-  }
 }
 
 export async function startEmbeddedPostgres(opts: {
@@ -102,7 +82,6 @@ export async function startEmbeddedPostgres(opts: {
   // The package's stop() waits for an exit event that never comes when PostgreSQL already exited
   // (Ctrl-C signals the whole process group), so check first.
   const child = (server as unknown as { process?: ChildProcess }).process;
-  if (child?.pid) await batchScheduled(child.pid, opts.log);
   const url = `postgres://postgres:postgres@127.0.0.1:${opts.port}/${opts.database}`;
   await ensureDatabase(url);
   const alive = () => Boolean(child && child.exitCode === null && child.signalCode === null);
@@ -128,7 +107,7 @@ export async function ensureDatabase(url: string): Promise<void> {
   const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
   const admin = new URL(url);
   admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
+  const client = dedicatedConnection(admin.toString());
   await client.connect();
   try {
     const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);

@@ -1,6 +1,5 @@
 import { MikroORM, PostgreSqlDriver, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
-import type pg from 'pg';
 import { dedicatedConnection } from './connections.ts';
 import { entities } from './entities/index.ts';
 import { migrationsList } from './migrations/index.ts';
@@ -12,12 +11,10 @@ export type Orm = MikroORM;
 export type OrmConnections = {
   /** application_name of the pool's sessions: which process a backend serves (pg_stat_activity). */
   applicationName?: string;
-  /** Called with each new pooled connection's backend process id (pg's BackendKeyData). */
-  onBackend?: (pid: number) => void;
 };
 
 export function ormOptions(databaseUrl: string, logger?: Logger, connections: OrmConnections = {}): Options {
-  const { applicationName, onBackend } = connections;
+  const { applicationName } = connections;
   return {
     driver: PostgreSqlDriver,
     clientUrl: databaseUrl,
@@ -33,13 +30,8 @@ export function ormOptions(databaseUrl: string, logger?: Logger, connections: Or
     // The global EntityManager is never used: requests and activities fork their own.
     allowGlobalContext: false,
     pool: { min: 0, max: 10 },
-    // Merged into the pg Pool's options; MikroORM hands the Pool to onPoolCreated before it connects.
-    driverOptions: {
-      ...(applicationName ? { application_name: applicationName } : {}),
-      ...(onBackend
-        ? { onPoolCreated: (pool: pg.Pool) => pool.on('connect', (client) => onBackend((client as unknown as { processID: number }).processID)) }
-        : {}),
-    },
+    // Merged into the pg Pool's options.
+    driverOptions: applicationName ? { application_name: applicationName } : {},
     debug: false,
     // MikroORM's own messages (migrator progress) go to our logger at debug, never straight to stdout.
     logger: (message: string) => logger?.debug({ component: 'orm' }, message),

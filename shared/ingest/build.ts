@@ -169,7 +169,7 @@ export async function buildSourceRecords(
  * the database is the busier side while ingesting. Section paths (ragged, and shared by many records)
  * travel once each, as JSON, and rows refer to them by index. The same statement adds the batch's rows
  * of the retrieval impact index (record_term, shared/retrieval/terms.ts) from the stored tsvectors, and
- * the batch's count and length to its source's totals (retrieval's statistics, migration 0022).
+ * the batch's count and length to its source's totals (retrieval's statistics; docs/schema.sql).
  */
 async function insertRecords(
   tx: EntityManager, accountId: string, sourceId: string, rows: RecordRow[], vectors: { model: string; byRecord: Map<string, string | null> } | null,
@@ -222,17 +222,6 @@ async function storedResult(em: EntityManager, jobId: string, status: 'succeeded
   );
   const counts = row?.record_counts ?? { sourceExcerpts: 0, facts: 0, links: 0, total: 0 };
   return { status, quarantineReason: row?.quarantine_reason ?? null, counts };
-}
-
-/**
- * Terminal state for workflows started before the build step completed the job itself (replayed
- * histories still schedule this activity). A no-op for jobs that already ended.
- */
-export async function completeJob(em: EntityManager, jobId: string, status: 'succeeded' | 'quarantined'): Promise<void> {
-  await em.transactional(async (tx) => {
-    await bound(tx, `update ingest_job set status = ?, completed_at = coalesce(completed_at, now()), updated_at = now() where id = ? and status = 'queued'`, [status, jobId]);
-    await bound(tx, 'delete from ingest_blob where job_id = ?', [jobId]);
-  });
 }
 
 export async function failJob(em: EntityManager, jobId: string, failure: { message: string; retryable: boolean }): Promise<void> {

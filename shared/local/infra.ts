@@ -64,8 +64,6 @@ export async function provideTemporal(
     uiPort: config.temporal.uiPort,
     namespace: config.temporal.namespace,
     log: opts.log,
-    // It serves background work (the worker's polls and completions); request handling comes first.
-    nice: config.worker.nice,
   });
   return { address: server.address, uiUrl: server.uiUrl, embedded: true, stop: server.stop };
 }

@@ -1,4 +1,3 @@
-import { commitAdds, GONE } from './commit.ts';
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import { bound } from '../db/sql.ts';
 import type { ClaimDeriver, Proposal } from './deriver.ts';
@@ -8,18 +7,6 @@ import type { Claimed, StoredMessage } from './events.ts';
 // finds the event already finished, or writes the same rows under the same deterministic ids.
 
 const CLAIMED = 'id, account_id, kind, status, peer_id, session_id, peer_label, infer, agent_id, created_at';
-
-/** Marks the event running (first attempt) and returns it; null when it already ended. */
-export async function beginEvent(em: Em, eventId: string): Promise<Claimed | null> {
-  const [row] = await bound<Claimed>(
-    em,
-    `update memory_event set status = 'running', started_at = coalesce(started_at, now())
-      where id = ? and status in ('queued', 'running')
-      returning ${CLAIMED}`,
-    [eventId],
-  );
-  return row ?? null;
-}
 
 /**
  * Marks the batch's unfinished events running and returns them oldest first. An event another batch
@@ -52,22 +39,6 @@ export async function failEvents(em: Em, eventIds: string[], message: string): P
 }
 
 
-/**
- * Processes an add-event on its own (memoryEventWorkflow, before batches): derives at most one claim
- * (when infer is true) and commits it (commit.ts).
- */
-export async function processAddEvent(em: Em, deriver: ClaimDeriver, eventId: string): Promise<{ status: string }> {
-  const ev = await beginEvent(em, eventId);
-  if (!ev) return { status: 'finished' };
-  const messages = (await loadMessages(em, [eventId])).get(eventId) ?? [];
-  if (messages.length === 0) {
-    await failEvents(em, [eventId], GONE);
-    return { status: 'failed' };
-  }
-  const [end] = await commitAdds(em, [{ ev, messages, proposal: await derive(deriver, ev, messages) }]);
-  return { status: end!.status };
-}
-
 /** The claim an add-event proposes, or null (infer false, nothing salient). Outside any transaction. */
 export async function derive(deriver: ClaimDeriver, ev: Claimed, messages: StoredMessage[]): Promise<Proposal | null> {
   return ev.infer ? deriver.derive({ peer: ev.peer_label ?? 'the peer', messages }) : null;
@@ -90,16 +61,9 @@ export async function loadMessages(em: Em, eventIds: string[]): Promise<Map<stri
 }
 
 /**
- * Processes a deletion: removes the peer or session row (everything derived cascades with it), scrubs
- * the label from the account's events, and ends the event succeeded, in one transaction.
+ * Processes a begun deletion event: removes the peer or session row (everything derived cascades with
+ * it), scrubs the label from the account's events, and ends the event succeeded, in one transaction.
  */
-export async function processDeletionEvent(em: Em, eventId: string): Promise<{ status: string }> {
-  const ev = await beginEvent(em, eventId);
-  if (!ev) return { status: 'finished' };
-  return processDeletion(em, ev);
-}
-
-/** processDeletionEvent once the event is begun. */
 export async function processDeletion(em: Em, ev: Claimed): Promise<{ status: string }> {
   return em.transactional(async (tx) => {
     if (ev.kind === 'delete_peer') {

@@ -1,10 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 
-// Background work (the worker, its database backends, the embedded Temporal server) runs at a lower
-// CPU priority than request handling when they share a host: on a small machine running everything,
-// a burst of claim derivation or ingest otherwise takes the cores from the API's receipts. The nice
-// value only matters under contention; an idle machine gives background work all it asks for.
+// The worker (background work) runs at a lower CPU priority than request handling when they share a
+// host (BACKGROUND_NICE): a burst of claim derivation or ingest otherwise takes the cores from the
+// API's receipts. The nice value only matters under contention; an idle machine gives background work
+// all it asks for. The database and Temporal are the operator's to prioritise.
 
 /**
  * Lowers one task (a process or a single thread id) to `nice`, never raising it. Best effort: false
@@ -38,17 +38,4 @@ export function lowerProcessPriority(pid: number, nice: number): number {
 /** This process (first thing at start-up: the SDK's, libuv's and V8's threads then all run at it). */
 export function lowerOwnPriority(nice: number): number {
   return lowerProcessPriority(process.pid, nice) || (lowerTaskPriority(0, nice) ? 1 : 0);
-}
-
-/**
- * Lowers a PostgreSQL backend of this host to `nice`, only when the process with that id is a
- * postgres process (a pid from another host or container must never touch a local process).
- */
-export function lowerBackendPriority(pid: number, nice: number): boolean {
-  try {
-    if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') return false;
-  } catch {
-    return false;
-  }
-  return lowerTaskPriority(pid, nice);
 }

@@ -32,8 +32,6 @@ export type DevServerOptions = {
   namespace: string;
   log?: (message: string) => void;
   readyTimeoutMs?: number;
-  /** Nice value the server runs at (through nice(1), so all its threads have it); 0 = unchanged. */
-  nice?: number;
 };
 
 export type DevServer = { address: string; uiUrl: string; process: ChildProcess; stop(): Promise<void> };
@@ -56,9 +54,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     ...DEV_SERVER_ARGS,
   ];
   if (opts.namespace !== 'default') args.push('--namespace', opts.namespace);
-  // nice(1) execs the server: the child's pid is the server's, and every thread it starts inherits.
-  const [command, argv] = opts.nice ? ['nice', ['-n', String(opts.nice), opts.cli, ...args]] : [opts.cli, args];
-  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(opts.cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
     output.push(chunk.toString());
@@ -89,8 +85,9 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     try {
       const conn = await Connection.connect({ address, connectTimeout: '1s' });
       try {
+        // Serving means both: the frontend answers its health check and the Web UI (started after it) answers.
         const res = await conn.healthService.check({});
-        if (res.status === 1) return { address, uiUrl, process: child, stop };
+        if (res.status === 1 && (await fetch(uiUrl, { signal: AbortSignal.timeout(2000) })).ok) return { address, uiUrl, process: child, stop };
       } finally {
         await conn.close();
       }

@@ -79,7 +79,7 @@ export async function startIngestJob(
   return client.workflow.start<typeof ingestWorkflow>('ingestWorkflow', {
     taskQueue: taskQueuesFor(taskQueue).ingest,
     workflowId: ingestWorkflowId(job.id),
-    args: [{ jobId: job.id, kind: job.kind, heartbeatTimeoutMs, buildEndsJob: true }],
+    args: [{ jobId: job.id, kind: job.kind, heartbeatTimeoutMs }],
     priority: { fairnessKey: job.accountId },
     typedSearchAttributes: [
       { key: CAIRN_ACCOUNT, value: job.accountId },

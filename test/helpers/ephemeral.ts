@@ -1,6 +1,8 @@
 // Throwaway infrastructure for the test suite and the benchmarks (not used by the service itself; it
 // needs the devDependency @temporalio/testing): a free local port, a scratch PostgreSQL and a headless
 // Temporal dev server, each honouring DATABASE_URL / TEMPORAL_ADDRESS when they are set.
+import { randomInt } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -10,16 +12,42 @@ import { startEmbeddedPostgres } from '../../shared/db/embedded.ts';
 import { resolveTemporalCli } from '../../shared/temporal/cli.ts';
 import { DEV_SERVER_ARGS } from '../../shared/temporal/dev-server.ts';
 
-export async function freePort(): Promise<number> {
+/** Binds `port` on 127.0.0.1 and lets it go again: the port it got (`port` itself unless 0). */
+function probe(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
     server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+    server.listen(port, '127.0.0.1', () => {
+      const bound = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(bound));
     });
   });
+}
+
+/** Where the kernel's ephemeral ports (ip_local_port_range) begin; the lowest free port we hand out. */
+const LOWEST = 20_000;
+function ephemeralStart(): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * A port nothing listens on, below the kernel's ephemeral range. listen(0) hands out a port from that
+ * range, which any outgoing connection on the machine may take before the caller binds it (seconds or
+ * a minute later, as `npm start` does for its five ports); on a busy machine it happens. Random, so
+ * concurrent runs rarely pick the same one; listen(0) where the range is unknown or starts too low.
+ */
+export async function freePort(): Promise<number> {
+  const start = ephemeralStart();
+  for (let tries = 0; start > LOWEST + 1000 && tries < 20; tries++) {
+    const port = await probe(LOWEST + randomInt(start - LOWEST)).catch(() => undefined);
+    if (port) return port;
+  }
+  return probe(0);
 }
 
 export type Scratch<T> = T & { source: 'env' | 'embedded'; stop(): Promise<void> };

@@ -254,7 +254,7 @@ describe('live ingest', () => {
     expect(await quota()).toBe(before);
   });
 
-  it('a job runs one build activity and records no patch marker, only its final status; an execution started without buildEndsJob still decides by the patch', async () => {
+  it('a job runs one build activity and records no marker, only its final status', async () => {
     const r = await call('POST', '/v1/ingest/file', file('plain.txt', 'text/plain', fact, live({})));
     expect((await waitJob(r.body.job.id)).status).toBe('succeeded');
     const kinds = async (workflowId: string) => {
@@ -273,13 +273,6 @@ describe('live ingest', () => {
     expect(described.typedSearchAttributes.get(CAIRN_CONTENT_TYPE)).toBe('text/plain');
     expect(described.typedSearchAttributes.get(CAIRN_ACCOUNT)).toBe(accountId);
     expect(described.taskQueue).toBe(`${taskQueue}-ingest`);
-
-    // The input of executions started by earlier versions: the job already ended, so the build step
-    // reports the stored result and the patch decides, recording its marker as it always did.
-    const legacyId = `legacy-${ingestWorkflowId(r.body.job.id)}`;
-    const legacy = await temporal.client.workflow.execute('ingestWorkflow', { taskQueue, workflowId: legacyId, args: [{ jobId: r.body.job.id, kind: 'file' }] });
-    expect(legacy).toEqual({ status: 'succeeded' });
-    expect(await kinds(legacyId)).toEqual({ activities: ['buildIngestRecords'], markers: 3 });
   });
 
   it('stored excerpts add their words to the account lexicon, where a misspelt name finds its excerpt', async () => {

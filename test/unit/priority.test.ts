@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { getPriority } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { threadNices } from '../helpers/processes.ts';
-import { lowerBackendPriority, lowerProcessPriority, lowerTaskPriority } from '../../shared/ops/priority.ts';
+import { lowerProcessPriority, lowerTaskPriority } from '../../shared/ops/priority.ts';
 
 let child: ChildProcess | undefined;
 afterEach(() => {
@@ -25,12 +25,5 @@ describe('background priority', () => {
     expect(new Set(threadNices(pid))).toEqual(new Set([6]));
     expect(lowerTaskPriority(pid, 3)).toBe(true);
     expect(getPriority(pid)).toBe(6);
-  });
-
-  it('touches a database backend only when the pid is a postgres process of this host', async () => {
-    const pid = await threaded();
-    expect(lowerBackendPriority(pid, 9)).toBe(false);
-    expect(getPriority(pid)).toBe(0);
-    expect(lowerBackendPriority(2 ** 22 + 1, 9)).toBe(false); // above Linux's pid_max: no such process
   });
 });

@@ -10,11 +10,10 @@ import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
 import type { Scope } from '../../../shared/contracts/account.ts';
 import { CONTROL_CHARACTER_MESSAGE, controlCharacterPath } from '../../../shared/contracts/common.ts';
 import { AppError, type ErrorCode } from '../../../shared/errors.ts';
-import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 import { toolJsonSchema } from './json-schema.ts';
 
 /** What a tool's domain function may need besides the caller and its EntityManager. */
-export type ToolDeps = { config: Config; temporal: TemporalClientHandle; searchIndex?: SearchIndex; freeWork: FreeWorkLimiter; query: QueryServices };
+export type ToolDeps = { config: Config; searchIndex?: SearchIndex; freeWork: FreeWorkLimiter; query: QueryServices };
 
 /** One tool call's context: the request's authenticated principal, its own EntityManager fork and its request id. */
 export type ToolContext = { principal: Principal; em: EntityManager; deps: ToolDeps; log: FastifyBaseLogger; requestId: string };

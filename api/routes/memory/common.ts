@@ -4,7 +4,6 @@ import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { assertWorkspace } from '../../../shared/memory/labels.ts';
 import type { SearchIndex } from '../../../shared/retrieval/search-index.ts';
-import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
 import type { AuthRule } from '../../plugins/auth.ts';
 
 type Mount = { base: string; auth: { read: AuthRule; write: AuthRule }; tags: string[] };
@@ -31,7 +30,7 @@ export const memoryErrors = {
   400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope,
 };
 /** `searchIndex`: this process's in-memory search indexes (asking memory ranks with them); `freeWork`: free reads in flight per account. */
-export type MemoryRouteOptions = Mount & { config: Config; temporal: TemporalClientHandle; searchIndex?: SearchIndex; freeWork: FreeWorkLimiter };
+export type MemoryRouteOptions = Mount & { config: Config; searchIndex?: SearchIndex; freeWork: FreeWorkLimiter };
 
 /** Every memory route with a {ws} parameter checks it (only `default` exists) before its handler. */
 export async function checkWorkspace(request: FastifyRequest): Promise<void> {
