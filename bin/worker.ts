@@ -1,18 +1,31 @@
 // Production entrypoint: Temporal workers on the workload queues derived from TEMPORAL_TASK_QUEUE
 // (memory, ingest, maintenance), each with its own slots. Run as many processes as needed.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadConfig, requireDatabaseUrl, requireTemporalAddress } from '../shared/config.ts';
-import { createOrm } from '../shared/db/orm.ts';
-import { createLogger } from '../shared/logger.ts';
+import { loadConfig, requireDatabaseUrl, requireTemporalAddress, type Config } from '../shared/config.ts';
+import { createOrm, type Orm } from '../shared/db/orm.ts';
+import { createLogger, type Logger } from '../shared/logger.ts';
 import { exitWithSupervisor, onShutdown, runMain } from '../shared/entrypoint.ts';
 import { createWorkerMetrics, serveMetrics } from '../shared/ops/metrics.ts';
 import { lowerOwnPriority } from '../shared/ops/priority.ts';
 import { createActivities } from '../activities/index.ts';
-import { extractionPoolFor } from '../shared/ingest/extraction-pool.ts';
+import { extractionPoolFor, type ExtractionPool } from '../shared/ingest/extraction-pool.ts';
 import { startMemoryDispatcher } from '../shared/memory/dispatcher.ts';
 import { createEmbedder } from '../shared/retrieval/embeddings.ts';
 import { taskQueuesFor, workflowStarts } from '../shared/temporal/starts.ts';
 import { bundleWorkflows, createWorker, workerIdentity, type CairnWorker } from '../shared/temporal/worker.ts';
+
+/** Every activity, bound to this process's dependencies (built once: they outlive reconnects). */
+function activitiesOf(config: Config, deps: { orm: Orm; logger: Logger; extraction: ExtractionPool; identity: string }) {
+  return createActivities({
+    orm: deps.orm,
+    logger: deps.logger.child({ component: 'activities' }),
+    workerIdentity: deps.identity,
+    ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs },
+    extraction: deps.extraction,
+    memoryDeriver: config.memory.deriver,
+    embedder: config.embeddings ? createEmbedder(config.embeddings) : null,
+  });
+}
 
 runMain(async () => {
   const config = loadConfig();
@@ -26,15 +39,7 @@ runMain(async () => {
   // Extraction processes for the builds; created once, they outlive reconnects to Temporal.
   const extraction = extractionPoolFor(config, logger.child({ component: 'extraction' }));
   const identity = workerIdentity();
-  const activities = createActivities({
-    orm,
-    logger: logger.child({ component: 'activities' }),
-    workerIdentity: identity,
-    ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs },
-    extraction,
-    memoryDeriver: config.memory.deriver,
-    embedder: config.embeddings ? createEmbedder(config.embeddings) : null,
-  });
+  const activities = activitiesOf(config, { orm, logger, extraction, identity });
   // Bundled once: a reconnect below must not pay for webpack again.
   const workflowBundle = await bundleWorkflows(logger);
   // Metrics are an aid, not a dependency: a taken port (several workers on one host) is logged, not fatal.

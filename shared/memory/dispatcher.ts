@@ -3,9 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { dedicatedConnection, type DedicatedConnection } from '../db/connections.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
-import type { EntityManager as Em } from '@mikro-orm/postgresql';
-import { bound } from '../db/sql.ts';
 import { MEMORY_EVENT_CHANNEL } from './events.ts';
+import { claimBatch } from './events.queries.ts';
 
 export type DispatcherOptions = {
   /** Most events per batch workflow (at most the batches' own limit, `MemoryBatches.maxEvents`). */
@@ -23,26 +22,6 @@ export type DispatcherOptions = {
   lingerMs?: number;
 };
 
-/**
- * Claims up to `limit` queued events nobody is processing, oldest first, for a new batch: events never
- * dispatched, and events whose dispatch went stale (the dispatcher died before the start, or the batch
- * never began them). SKIP LOCKED lets several workers' dispatchers claim at once without waiting.
- */
-export async function claimBatch(em: Em, batchId: string, limit: number, staleMs: number): Promise<string[]> {
-  const rows = await bound<{ id: string }>(
-    em,
-    `with picked as (
-       select id, created_at from memory_event
-        where status = 'queued' and (batch_id is null or dispatched_at < now() - make_interval(secs => ?))
-        order by created_at, id limit ? for update skip locked),
-     claimed as (
-       update memory_event e set batch_id = ?, dispatched_at = now() from picked where e.id = picked.id
-       returning e.id, picked.created_at)
-     select id from claimed order by created_at, id`,
-    [staleMs / 1000, limit, batchId],
-  );
-  return rows.map((r) => r.id);
-}
 
 /**
  * The memory event dispatcher of a worker process. Writes only store their event `queued` and notify;

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processBatch } from '../../shared/memory/batch.ts';
 import { createRuleDeriver } from '../../shared/memory/deriver.ts';
-import { claimBatch } from '../../shared/memory/dispatcher.ts';
+import { claimBatch } from '../../shared/memory/events.queries.ts';
 import { MEMORY_EVENT_CHANNEL } from '../../shared/memory/events.ts';
 import { memoryBatchWorkflowId } from '../../shared/temporal/starts.ts';
 import { sqlClient, type Sql } from '../helpers/accounts.ts';
