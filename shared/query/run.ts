@@ -15,7 +15,8 @@ import { createCitations, type Citations } from '../retrieval/citations.ts';
 import { claimConflicts } from '../retrieval/conflicts.ts';
 import { analysis, retrieve, type Analysis, type Retrieval } from '../retrieval/retrieve.ts';
 import type { SearchIndex } from '../retrieval/search-index.ts';
-import { abandonOperation, beginOperation, completeOperation, type StoredOperation } from './operations.ts';
+import { beginOperation } from './operations.ts';
+import { abandonOperation, completeOperation, type StoredOperation } from './operations.queries.ts';
 import { assemble, type Assembled } from './result.ts';
 
 /** What every query of a process shares, made once (buildApp): settings and the caches. */
