@@ -7,9 +7,9 @@ import {
   completeDeletionJob,
   deleteSourceRecords,
   failJob,
-  recordAttempt,
   UnsupportedSourceError,
 } from '../shared/ingest/build.ts';
+import { recordAttempt } from '../shared/ingest/build.queries.ts';
 import { FetchRefusedError } from '../shared/ingest/safe-fetch.ts';
 import type { ActivityDeps } from './deps.ts';
 import { withHeartbeats } from './heartbeats.ts';
