@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Reach } from '../auth/principal.ts';
-import { audienceCondition, bound } from '../db/sql.ts';
 import { notFound } from '../errors.ts';
-
 import { publicJob } from './jobs.ts';
 import { findJob, insertDeletionJob, liveDeletionJob, recentJobs, type Job } from './jobs.queries.ts';
+import { activeRecordTotal, activeSources, lockSourceInReach } from './sources.queries.ts';
 
 /**
  * Starts the deletion of a source (its id is the id of the ingest job that created it). A second
@@ -22,12 +21,7 @@ export async function requestSourceDeletion(
 ): Promise<{ job: Job; created: boolean }> {
   const accountId = reach.accountId;
   const result = await em.transactional(async (tx) => {
-    const inReach = audienceCondition('audience', reach.audiences);
-    const [source] = await bound<{ id: string; audience: string | null }>(
-      tx,
-      `select id, audience from source where id = ? and account_id = ?${inReach.sql} for update`,
-      [sourceId, accountId, ...inReach.params],
-    );
+    const source = await lockSourceInReach(tx, reach, sourceId);
     if (!source) throw notFound('No source with this id.');
     const existing = await liveDeletionJob(tx, accountId, sourceId);
     if (existing) return { jobId: existing, created: false };
@@ -42,26 +36,11 @@ export async function requestSourceDeletion(
 
 /** The account overview's lists and counts (sources not deleted; quarantined ones flagged). */
 export async function overviewLists(em: EntityManager, accountId: string, limits: { sources: number; jobs: number }) {
-  const sources = await bound<{
-    id: string; kind: string; url: string | null; filename: string | null; title: string | null; content_type: string;
-    status: string; quarantine_reason: string | null; dated_at: string | null; created_at: Date; records: string;
-  }>(
-    em,
-    `select s.id, s.kind, s.url, s.filename, s.title, s.content_type, s.status, s.quarantine_reason,
-            to_char(s.dated_at, 'YYYY-MM-DD') as dated_at, s.created_at,
-            (select count(*) from record r where r.source_id = s.id) as records
-       from source s where s.account_id = ? and s.status <> 'deleted' order by s.created_at desc limit ?`,
-    [accountId, limits.sources],
-  );
+  const sources = await activeSources(em, accountId, limits.sources);
   const jobs = await recentJobs(em, accountId, limits.jobs);
-  const [count] = await bound<{ total: string }>(
-    em,
-    `select count(*) as total from record r join source s on s.id = r.source_id
-      where r.account_id = ? and s.status = 'active'`,
-    [accountId],
-  );
+  const count = await activeRecordTotal(em, accountId);
   return {
-    recordTotal: Number(count?.total ?? 0),
+    recordTotal: count,
     sources: sources.map((s) => ({
       id: s.id,
       kind: s.kind,
