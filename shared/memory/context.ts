@@ -8,7 +8,8 @@ import type { SearchIndex } from '../retrieval/search-index.ts';
 import { CLAIM_SELECT, claimRecord, peerClaims, type ClaimRow } from './claims.ts';
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import { requireLabel, type LabelRow } from './labels.ts';
-import { MESSAGE_SELECT, messageItem, type MessageRow } from './messages.ts';
+import { messageItem } from './messages.ts';
+import { MESSAGE_SELECT, type MessageRow } from './messages.queries.ts';
 
 // Reading memory: ask (span-cited evidence), peer and session context (assembled, fail-closed) and the
 // representation of a peer. A question is ranked by the query's retrieval (shared/retrieval) over the
