@@ -4,7 +4,7 @@ import { historyMarker, revisionToken } from './claims.ts';
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import { bound } from '../db/sql.ts';
 import type { Proposal } from './deriver.ts';
-import type { Claimed, StoredMessage } from './events.ts';
+import type { Claimed, StoredMessage } from './events.queries.ts';
 import { injectionWarning } from './screen.ts';
 
 /** An add-event ready to commit: begun, its messages loaded, its claim derived (or none). */

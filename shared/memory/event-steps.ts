@@ -1,7 +1,6 @@
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import type { ClaimDeriver, Proposal } from './deriver.ts';
-import type { Claimed, StoredMessage } from './events.ts';
-import { deletePeer, deleteSession, finishEvents } from './events.queries.ts';
+import { deletePeer, deleteSession, finishEvents, type Claimed, type StoredMessage } from './events.queries.ts';
 
 // Processing of memory events, called by the activities. Each step is idempotent: a retried activity
 // finds the event already finished, or writes the same rows under the same deterministic ids.

@@ -1,10 +1,34 @@
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
-import { bound } from '../db/sql.ts';
-import type { Claimed, StoredMessage } from './events.ts';
+import type { Reach } from '../auth/principal.ts';
+import type { EVENT_STATUSES } from '../contracts/memory.ts';
+import { bound, inAudiences, sql } from '../db/sql.ts';
 
-// The memory event queue's statements as the worker uses them (memory_event, memory_message): the
-// dispatcher's claims, a batch's begin and end, its messages, deletions. The decisions are in
-// dispatcher.ts, batch.ts, event-steps.ts and commit.ts.
+// The memory event queue's statements (memory_event, memory_message): the API's reads and deletion
+// requests (events.ts), the dispatcher's claims, a batch's begin and end, its messages, deletions
+// (dispatcher.ts, batch.ts, event-steps.ts). The decisions are in those files.
+
+export type EventKind = 'add_messages' | 'delete_peer' | 'delete_session';
+
+/** A begun event: what processing needs of its row. */
+export type Claimed = {
+  id: string; account_id: string; kind: EventKind; status: string; peer_id: string | null; session_id: string | null;
+  peer_label: string | null; infer: boolean; agent_id: string | null; created_at: Date;
+};
+
+/** A message of a begun add-event, as processing reads it. */
+export type StoredMessage = { id: string; role: 'user' | 'assistant' | 'system' | 'tool'; content: string; created_at: Date; audience: string | null };
+
+export type EventRow = {
+  id: string;
+  kind: EventKind;
+  status: (typeof EVENT_STATUSES)[number];
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+  failure: { message: string } | null;
+  outcome: Record<string, unknown> | null;
+};
+
 
 /**
  * Claims up to `limit` queued events nobody is processing, oldest first, for a new batch: events never
@@ -82,4 +106,41 @@ export async function deletePeer(tx: Em, peerId: string): Promise<void> {
 export async function deleteSession(tx: Em, sessionId: string): Promise<void> {
   await bound(tx, 'delete from memory_session where id = ?', [sessionId]);
   await bound(tx, 'update memory_event set session_label = null where session_id = ?', [sessionId]);
+}
+
+const EVENT_COLUMNS = sql.raw('id, kind, status, created_at, started_at, completed_at, failure, outcome');
+
+export async function eventInReach(em: Em, reach: Reach, eventId: string): Promise<EventRow | undefined> {
+  const [row] = await bound<EventRow>(em, sql`select ${EVENT_COLUMNS} from memory_event
+    where id = ${eventId} and account_id = ${reach.accountId}${inAudiences('audience', reach.audiences)}`);
+  return row;
+}
+
+/** Events by status within reach, and the oldest unfinished one's creation time per status. */
+export async function eventCounts(em: Em, reach: Reach) {
+  return bound<{ status: string; n: number; oldest: Date | null }>(em, sql`select status, count(*)::int as n,
+      min(created_at) filter (where status in ('queued', 'running')) as oldest
+    from memory_event where account_id = ${reach.accountId}${inAudiences('audience', reach.audiences)} group by status`);
+}
+
+const TARGET = { peer: sql.raw('peer_id'), session: sql.raw('session_id') } as const;
+
+/** Whether a peer or session holds messages outside these audiences (claims carry their message's audience). */
+export async function holdsMemoryOutside(tx: Em, kind: 'peer' | 'session', id: string, audiences: readonly string[]): Promise<boolean> {
+  const rows = await bound(tx, sql`select 1 from memory_message
+    where ${TARGET[kind]} = ${id} and (audience is null or not audience = any(${[...audiences]}::text[])) limit 1`);
+  return rows.length > 0;
+}
+
+/** The queued or running deletion event of a peer or session, if any. */
+export async function pendingDeletion(tx: Em, accountId: string, kind: 'peer' | 'session', id: string): Promise<string | null> {
+  const [row] = await bound<{ id: string }>(tx, sql`select id from memory_event
+    where account_id = ${accountId} and kind = ${kind === 'peer' ? 'delete_peer' : 'delete_session'} and ${TARGET[kind]} = ${id}
+      and status in ('queued', 'running') limit 1`);
+  return row?.id ?? null;
+}
+
+export async function insertDeletionEvent(tx: Em, e: { id: string; accountId: string; kind: 'peer' | 'session'; targetId: string; label: string; audience: string | null }): Promise<void> {
+  await bound(tx, sql`insert into memory_event (id, account_id, kind, status, ${TARGET[e.kind]}, ${sql.raw(`${e.kind}_label`)}, audience)
+    values (${e.id}, ${e.accountId}, ${e.kind === 'peer' ? 'delete_peer' : 'delete_session'}, 'queued', ${e.targetId}, ${e.label}, ${e.audience})`);
 }
