@@ -8,7 +8,8 @@ export type ActivityDeps = {
   orm: Orm;
   logger: Logger;
   workerIdentity: string;
-  ingest: { urlAllowlist: string[]; fetchTimeoutMs: number };
+  /** ocrCreditsPerPage: what live OCR charges per scanned page (OCR_CREDITS_PER_PAGE). */
+  ingest: { urlAllowlist: string[]; fetchTimeoutMs: number; ocrCreditsPerPage: number };
   /** Where builds extract: child processes with CPU and memory limits, never this event loop. */
   extraction: ExtractionPool;
   /** The model-backed claim deriver (MEMORY_DERIVER_*); absent = the built-in rules. */

@@ -10,6 +10,8 @@ import {
   UnsupportedSourceError,
 } from '../shared/ingest/build.ts';
 import { recordAttempt } from '../shared/ingest/build.queries.ts';
+import { recogniseJobPages } from '../shared/ingest/ocr/live.ts';
+import { localOcrProvider } from '../shared/ingest/ocr/provider.ts';
 import { FetchRefusedError } from '../shared/ingest/safe-fetch.ts';
 import type { ActivityDeps } from './deps.ts';
 import { withHeartbeats } from './heartbeats.ts';
@@ -35,6 +37,7 @@ function asFailure(err: unknown): unknown {
 
 export function createIngestActivities(deps: ActivityDeps) {
   const policy = { allowlist: deps.ingest.urlAllowlist };
+  const ocr = localOcrProvider(deps.extraction, deps.ingest.ocrCreditsPerPage);
   return {
     async acquireIngestSource(input: { jobId: string }) {
       const em = deps.orm.em.fork();
@@ -51,6 +54,15 @@ export function createIngestActivities(deps: ActivityDeps) {
         return await withHeartbeats(() =>
           buildSourceRecords(deps.orm.em.fork(), deps.extraction, input.jobId, { crossSiteRedirect: input.crossSiteRedirect }, attempt, { embedder: deps.embedder ?? null, log: deps.logger }),
         );
+      } catch (err) {
+        throw asFailure(err);
+      }
+    },
+    /** OCR of the job's scanned pages, in batches billed once across retries (shared/ingest/ocr/live.ts). */
+    async recogniseIngestPages(input: { jobId: string; pages: number[] }) {
+      const ctx = Context.current();
+      try {
+        return await withHeartbeats(() => recogniseJobPages(deps.orm.em.fork(), ocr, input, (done) => ctx.heartbeat(done)));
       } catch (err) {
         throw asFailure(err);
       }

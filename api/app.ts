@@ -114,7 +114,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(usageRoutes);
     await app.register(passwordRoutes, { config: deps.config });
     await app.register(deletionRoutes, { config: deps.config, temporal: deps.temporal });
-    await app.register(accessRoutes);
+    await app.register(accessRoutes, { ocr: deps.config.ocr });
     for (const mount of [INGEST_API, INGEST_CONSOLE]) {
       await app.register(ingestJobRoutes, mount);
       await app.register(ingestSubmitRoutes, { ...mount, config: deps.config, temporal: deps.temporal, extraction: deps.extraction, freeWork: deps.freeWork });

@@ -8,7 +8,7 @@ import { createLocalAccountIfEmpty } from '../shared/auth/accounts.ts';
 import { createOrm, migrate } from '../shared/db/orm.ts';
 import { provideDatabase, provideTemporal, writeLocalCredentials } from '../shared/local/infra.ts';
 import { assertDataDirFree, assertPortFree } from '../shared/local/preflight.ts';
-import { describeFailure, runMain } from '../shared/entrypoint.ts';
+import { describeFailure, runMain, supervisorShutdown } from '../shared/entrypoint.ts';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
 
 const say = (message: string) => process.stdout.write(`[cairn] ${message}\n`);
@@ -17,22 +17,11 @@ const script = (name: string) => fileURLToPath(new URL(`./${name}.ts`, import.me
 runMain(async () => {
   const started = performance.now();
   const config = loadConfig();
-  const stops: (() => Promise<void>)[] = [];
   const children: ChildProcess[] = [];
-  let shuttingDown = false;
-
-  const shutdown = async (code: number) => {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    say('stopping...');
-    // API and worker first (they drain), then Temporal, then PostgreSQL.
+  // API and worker first (they drain), then Temporal, then PostgreSQL.
+  const { stops, shutdown, shuttingDown } = supervisorShutdown(say, async () => {
     await Promise.all(children.map((child) => stopChild(child, config.shutdownTimeoutMs)));
-    for (const stop of stops.reverse()) await stop().catch((err: unknown) => say(`stop failed: ${String(err)}`));
-    say('stopped');
-    process.exit(code);
-  };
-  process.on('SIGINT', () => void shutdown(0));
-  process.on('SIGTERM', () => void shutdown(0));
+  });
 
   try {
     // Before anything starts: another run holding the data directory, then every port this run needs.
@@ -79,7 +68,7 @@ runMain(async () => {
       const stdio: StdioOptions = name === 'worker' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'inherit', 'inherit'];
       const child: ChildProcess = spawn(process.execPath, [script(name)], { env, stdio });
       child.on('exit', (code, signal) => {
-        if (shuttingDown) return;
+        if (shuttingDown()) return;
         say(`${name} exited unexpectedly (${signal ?? `code ${code}`}); stopping everything`);
         void shutdown(1);
       });
@@ -89,10 +78,10 @@ runMain(async () => {
     // Ready means served and worked on: the API answers /readyz and the worker polls (it bundles its
     // workflow code first, which can take longer than the API's start on a busy machine).
     await Promise.all([
-      waitReady(`http://127.0.0.1:${config.port}/readyz`, 120_000, () => shuttingDown),
+      waitReady(`http://127.0.0.1:${config.port}/readyz`, 120_000, shuttingDown),
       workerReady(children[0]!, 120_000),
     ]);
-    if (shuttingDown) return;
+    if (shuttingDown()) return;
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     say(`ready in ${seconds}s`);
     say(`  API            ${config.publicBaseUrl}`);

@@ -26,11 +26,15 @@ create table account (
   ingest_monthly_limit integer not null,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
+  ocr_preview_max_pages integer,
+  ocr_preview_daily_pages integer,
   constraint account_pkey PRIMARY KEY (id),
   constraint account_email_normalized_key UNIQUE (email_normalized),
   constraint account_ingest_daily_limit_check CHECK ((ingest_daily_limit >= 0)),
   constraint account_ingest_monthly_limit_check CHECK ((ingest_monthly_limit >= 0)),
   constraint account_monthly_credits_check CHECK ((monthly_credits >= 0)),
+  constraint account_ocr_preview_daily_pages_check CHECK ((ocr_preview_daily_pages >= 0)),
+  constraint account_ocr_preview_max_pages_check CHECK ((ocr_preview_max_pages >= 0)),
   constraint account_onboarding_credits_check CHECK ((onboarding_credits >= 0)),
   constraint account_query_daily_limit_check CHECK ((query_daily_limit >= 0)),
   constraint account_query_monthly_limit_check CHECK ((query_monthly_limit >= 0)),
@@ -417,6 +421,32 @@ create table oauth_secret (
   constraint oauth_secret_pkey PRIMARY KEY (name)
 );
 
+create table ocr_page (
+  owner_id uuid not null,
+  page integer not null,
+  account_id uuid not null,
+  text text not null,
+  confidence integer not null,
+  reservation_id uuid,
+  constraint ocr_page_pkey PRIMARY KEY (owner_id, page),
+  constraint ocr_page_account_id_fkey FOREIGN KEY (account_id) REFERENCES account(id) ON DELETE CASCADE,
+  constraint ocr_page_page_check CHECK ((page > 0))
+);
+
+create table provider_preview (
+  id uuid not null,
+  account_id uuid not null,
+  sha256 text not null,
+  content_type text not null,
+  pages integer not null,
+  status text not null,
+  created_at timestamp with time zone default now() not null,
+  constraint provider_preview_pkey PRIMARY KEY (id),
+  constraint provider_preview_account_id_fkey FOREIGN KEY (account_id) REFERENCES account(id) ON DELETE CASCADE,
+  constraint provider_preview_pages_check CHECK ((pages >= 0)),
+  constraint provider_preview_status_check CHECK ((status = ANY (ARRAY['running'::text, 'ready'::text, 'failed'::text, 'used'::text, 'expired'::text])))
+);
+
 create table query_operation (
   id uuid not null,
   account_id uuid not null,
@@ -604,6 +634,10 @@ CREATE INDEX oauth_payload_expires_idx ON public.oauth_payload USING btree (expi
 CREATE INDEX oauth_payload_grant_idx ON public.oauth_payload USING btree (grant_id) WHERE (grant_id IS NOT NULL);
 
 CREATE INDEX oauth_payload_uid_idx ON public.oauth_payload USING btree (uid) WHERE (uid IS NOT NULL);
+
+CREATE INDEX provider_preview_account_idx ON public.provider_preview USING btree (account_id, created_at);
+
+CREATE INDEX provider_preview_ready_idx ON public.provider_preview USING btree (created_at) WHERE (status = 'ready'::text);
 
 CREATE INDEX query_operation_created_idx ON public.query_operation USING btree (created_at);
 

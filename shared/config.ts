@@ -136,6 +136,11 @@ const envSchema = z.object({
   INGEST_MAX_EXPANSION: z.coerce.number().int().min(1).max(10_000).default(20),
   INGEST_MAX_RECORDS_PER_KB: z.coerce.number().int().min(1).max(100_000).default(128),
   FREE_WORK_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(2),
+  OCR_CREDITS_PER_PAGE: z.coerce.number().int().min(0).max(10_000).default(1),
+  OCR_PREVIEW_MAX_PAGES: z.coerce.number().int().min(0).max(100_000).default(20),
+  OCR_PREVIEW_DAILY_PAGES: z.coerce.number().int().min(0).max(10_000_000).default(200),
+  OCR_PREVIEW_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
+  OCR_PREVIEW_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24),
   BACKGROUND_NICE: z.coerce.number().int().min(0).max(19).default(10),
   MCP_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   MCP_LOCAL_DEV_ORIGINS: booleanFlag('false'),
@@ -218,6 +223,12 @@ export type Config = {
   extraction: { processes: number; cpuSeconds: number; memoryMb: number; limits: IngestLimits };
   /** Dry runs and memory reads one account may have in flight in one API process. */
   freeWorkPerAccount: number;
+  /**
+   * OCR of scanned PDF pages (shared/ingest/ocr): credits per page; the provider budgets of previews (pages
+   * per request and per UTC day, per account unless the account row overrides them); how long a preview's
+   * OCR may run; how long its text is kept for queueing the same bytes.
+   */
+  ocr: { creditsPerPage: number; previewMaxPages: number; previewDailyPages: number; previewTimeoutMs: number; previewRetentionMs: number };
   mcp: {
     /** {mcp_url}: the MCP listener's public address, also the OAuth resource indicator. */
     publicUrl: string;
@@ -343,6 +354,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       limits: { maxPdfPages: e.INGEST_MAX_PDF_PAGES, maxExpansion: e.INGEST_MAX_EXPANSION, maxRecordsPerKb: e.INGEST_MAX_RECORDS_PER_KB },
     },
     freeWorkPerAccount: e.FREE_WORK_PER_ACCOUNT,
+    ocr: {
+      creditsPerPage: e.OCR_CREDITS_PER_PAGE,
+      previewMaxPages: e.OCR_PREVIEW_MAX_PAGES,
+      previewDailyPages: e.OCR_PREVIEW_DAILY_PAGES,
+      previewTimeoutMs: e.OCR_PREVIEW_TIMEOUT_SECONDS * 1000,
+      previewRetentionMs: e.OCR_PREVIEW_RETENTION_HOURS * 3_600_000,
+    },
     mcp: {
       publicUrl: mcpPublicUrl,
       apiMountUrl: `${publicBaseUrl}/mcp`,

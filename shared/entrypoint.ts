@@ -73,3 +73,25 @@ export function exitWithSupervisor(): void {
   }, 1000);
   timer.unref();
 }
+
+/**
+ * The ordered stop of a local supervisor (`npm start`, `npm run cluster`), once, on SIGINT, SIGTERM or
+ * `shutdown(code)`: its child processes first (`stopChildren`: they drain), then what was pushed on
+ * `stops` in reverse order (Temporal before PostgreSQL), then exit with the code.
+ */
+export function supervisorShutdown(say: (message: string) => void, stopChildren: () => Promise<void>) {
+  const stops: (() => Promise<void>)[] = [];
+  let shuttingDown = false;
+  const shutdown = async (code: number) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    say('stopping...');
+    await stopChildren();
+    for (const stop of stops.reverse()) await stop().catch((err: unknown) => say(`stop failed: ${String(err)}`));
+    say('stopped');
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+  return { stops, shutdown, shuttingDown: () => shuttingDown };
+}

@@ -19,6 +19,9 @@ function stepActivities(heartbeatTimeoutMs: number) {
   return {
     fetching: proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', heartbeatTimeout: heartbeatTimeoutMs, retry }),
     building: proxyActivities<Activities>({ startToCloseTimeout: '10 minutes', heartbeatTimeout: heartbeatTimeoutMs, retry }),
+    // OCR runs a few seconds per page, up to INGEST_MAX_PDF_PAGES pages: a long limit, a heartbeat per
+    // batch. Retries never bill twice (stored batches are skipped, reservations have fixed ids).
+    recognising: proxyActivities<Activities>({ startToCloseTimeout: '2 hours', heartbeatTimeout: heartbeatTimeoutMs, retry }),
   };
 }
 // Job bookkeeping must happen: retried until the database answers.
@@ -38,10 +41,17 @@ function publicFailure(err: unknown): { message: string; retryable: boolean } {
 }
 
 export async function ingestWorkflow(input: IngestInput): Promise<{ status: string }> {
-  const { fetching, building } = stepActivities(input.heartbeatTimeoutMs ?? 120_000);
+  const { fetching, building, recognising } = stepActivities(input.heartbeatTimeoutMs ?? 120_000);
   try {
     const fetched = input.kind === 'file' ? { crossSiteRedirect: false } : await fetching.acquireIngestSource({ jobId: input.jobId });
-    const result = await building.buildIngestRecords({ jobId: input.jobId, crossSiteRedirect: fetched.crossSiteRedirect });
+    const build = { jobId: input.jobId, crossSiteRedirect: fetched.crossSiteRedirect };
+    let result = await building.buildIngestRecords(build);
+    // Scanned pages without recognised text: OCR them (its own activity, in batches), then build again.
+    if (result.status === 'needs_ocr') {
+      await recognising.recogniseIngestPages({ jobId: input.jobId, pages: result.pages });
+      result = await building.buildIngestRecords(build);
+      if (result.status === 'needs_ocr') throw ApplicationFailure.nonRetryable('OCR left pages without text', 'OcrIncomplete');
+    }
     // The build step ends the job in its own transaction (shared/ingest/build.ts buildSourceRecords).
     // Operators filter on these in the Temporal UI (`CairnStatus = "failed"`); the execution itself
     // completes either way, since the job's failure is recorded, not thrown.

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
+import type { Config } from '../../shared/config.ts';
+import type { Orm } from '../../shared/db/orm.ts';
 import { createRateLimiter } from '../../shared/metering/rate-limit.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
@@ -19,7 +21,7 @@ import { sampleFromWorker } from '../lib/worker-sample.ts';
 // concurrency until latency degrades. Records per level throughput, p50/p95/p99 and error rate, finds
 // the knee, and draws docs/benchmarks-mixed.svg.
 
-const WEIGHTS: Record<MixedOp, number> = {
+export const WEIGHTS: Record<MixedOp, number> = {
   'query:evidence': 35,
   'query:context': 20,
   'query:answer': 10,
@@ -27,7 +29,7 @@ const WEIGHTS: Record<MixedOp, number> = {
   'ingest:file': 10,
 };
 
-const QUESTIONS = [
+export const QUESTIONS = [
   'When was project Kestrel founded?',
   'Who was the keeper of station Vega?',
   'How many storms did station Vega record?',
@@ -38,7 +40,7 @@ const QUESTIONS = [
   'migrating terns',
 ];
 
-type Level = {
+export type Level = {
   connections: number;
   requestsPerSecond: number;
   p50Ms: number;
@@ -49,13 +51,13 @@ type Level = {
   statusCounts: Record<string, number>;
 };
 
-function runLevel(opts: MixedOptions): Promise<MixedSample> {
+export function runLevel(opts: MixedOptions): Promise<MixedSample> {
   assertLoopback(opts.baseUrl);
   const script = new URL('../lib/mixed-worker.ts', import.meta.url);
   return sampleFromWorker<MixedSample>(script, opts, (opts.durationSeconds + 60) * 1000, `mixed load level ${opts.connections}`);
 }
 
-function summarizeLevel(connections: number, s: MixedSample): Level {
+export function summarizeLevel(connections: number, s: MixedSample): Level {
   const all = Object.values(s.latenciesMs).flat();
   const errors = Object.values(s.errors).reduce((n, e) => n + e, 0);
   const sum = all.length ? summarize(all) : { p50: NaN, p95: NaN, p99: NaN };
@@ -121,35 +123,11 @@ export const mixed: Benchmark = {
         DEFAULT_INGEST_MONTHLY_LIMIT: big,
       },
     });
-    const account = await createAccount(orm.em.fork(), api.config.accountDefaults, { email: `bench-${randomUUID()}@cairn.local`, password: 'benchmark password, long' });
-    const { secret } = await createApiKey(orm.em.fork(), account.id, {
-      name: 'bench', scopes: ['ingest', 'query', 'query.answer', 'memory.read', 'memory.write'], maxPreset: 'accuracy',
-    });
+    const { secret, post } = await mixedAccount(orm, api.config.accountDefaults, api.baseUrl);
     const worker = spawnBenchWorker(ctx.infra, { databaseUrl, temporalAddress, taskQueue });
-    const post = async (path: string, body: unknown, expected: number[] = [200, 201, 202]) => {
-      const res = await fetch(`${api.baseUrl}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      if (!expected.includes(res.status)) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
-      return res.json() as Promise<Record<string, unknown>>;
-    };
     const drain = () => waitForBackgroundWork(orm);
 
-    // Corpus and memory labels.
-    for (let i = 0; i < (ctx.quick ? 4 : 24); i++) {
-      const text = `# Station Vega ${i}\n\nProject Kestrel was founded in ${1900 + i} in Orlavik. Station Vega recorded ${i * 7} storms. ` +
-        `The keeper was Ines Morales. Its harbour code is harbor${i}x and it studies migrating terns.\n`;
-      await post('/v1/ingest/file', {
-        filename: `vega-${i}.md`, contentType: 'text/markdown', contentBase64: Buffer.from(text).toString('base64'),
-        dryRun: false, datedAt: '2026-11-01', idempotencyKey: `corpus-${i}-${randomUUID()}`,
-      });
-    }
-    const peers = Array.from({ length: 8 }, (_, i) => `peer-${i}`);
-    const sessions = Array.from({ length: 8 }, (_, i) => `session-${i}`);
-    for (const p of peers) await post('/v1/workspaces/default/peers', { id: p });
-    for (const s of sessions) await post('/v1/workspaces/default/sessions', { id: s });
+    const { peers, sessions } = await seedMixedWorkload(post, ctx.quick ? 4 : 24);
     await drain();
 
     const results: Level[] = [];
@@ -210,3 +188,38 @@ export const mixed: Benchmark = {
     };
   },
 };
+
+/** The mixed workload's corpus (Markdown files ingested live) and memory labels, through `post`. */
+export async function seedMixedWorkload(post: (path: string, body: unknown) => Promise<unknown>, files: number) {
+  for (let i = 0; i < files; i++) {
+    const text = `# Station Vega ${i}\n\nProject Kestrel was founded in ${1900 + i} in Orlavik. Station Vega recorded ${i * 7} storms. ` +
+      `The keeper was Ines Morales. Its harbour code is harbor${i}x and it studies migrating terns.\n`;
+    await post('/v1/ingest/file', {
+      filename: `vega-${i}.md`, contentType: 'text/markdown', contentBase64: Buffer.from(text).toString('base64'),
+      dryRun: false, datedAt: '2026-11-01', idempotencyKey: `corpus-${i}-${randomUUID()}`,
+    });
+  }
+  const peers = Array.from({ length: 8 }, (_, i) => `peer-${i}`);
+  const sessions = Array.from({ length: 8 }, (_, i) => `session-${i}`);
+  for (const p of peers) await post('/v1/workspaces/default/peers', { id: p });
+  for (const s of sessions) await post('/v1/workspaces/default/sessions', { id: s });
+  return { peers, sessions };
+}
+
+/** An account with a key of every scope the mix needs, and a POST to `baseUrl` with that key (2xx or it throws). */
+export async function mixedAccount(orm: Orm, defaults: Config['accountDefaults'], baseUrl: string) {
+  const account = await createAccount(orm.em.fork(), defaults, { email: `bench-${randomUUID()}@cairn.local`, password: 'benchmark password, long' });
+  const { secret } = await createApiKey(orm.em.fork(), account.id, {
+    name: 'bench', scopes: ['ingest', 'query', 'query.answer', 'memory.read', 'memory.write'], maxPreset: 'accuracy',
+  });
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
+    return res.json() as Promise<Record<string, unknown>>;
+  };
+  return { secret, post };
+}

@@ -114,7 +114,7 @@ async function undo(cleanups: (() => Promise<unknown>)[]): Promise<void> {
   for (const c of cleanups.reverse()) await c().catch((err: unknown) => log(`cleanup failed: ${String(err)}`));
 }
 
-async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {

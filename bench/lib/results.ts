@@ -10,7 +10,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 export const RESULTS_JSON = path.join(root, 'docs', 'benchmarks.json');
 export const RESULTS_MD = path.join(root, 'docs', 'benchmarks.md');
 
-export type Unit = 'ms' | 'µs' | 'req/s' | 's' | 'MB' | 'MB/s' | 'docs/s' | '×' | 'writes/s' | 'events' | 'rows' | '%';
+export type Unit = 'ms' | 'µs' | 'req/s' | 's' | 'MB' | 'MB/s' | 'docs/s' | '×' | 'writes/s' | 'events' | 'rows' | '%' | 'pages/s';
 
 /** A performance target: the metric's value should stay below (`<`) or above (`>`) `value`. */
 /** `of: 'ratio'`: the target bounds the ratio to the baseline (e.g. < 1.5× REST), not the value itself. */

@@ -28,6 +28,8 @@ export async function purgeAccountData(em: EntityManager, accountId: string): Pr
     await bound(tx, 'delete from cli_session where account_id = ?', [accountId]);
     await bound(tx, 'delete from ingest_job where account_id = ?', [accountId]);
     await bound(tx, 'delete from record_lexicon where account_id = ?', [accountId]);
+    // OCR text of jobs and previews, and the previews (shared/ingest/ocr).
+    for (const table of ['ocr_page', 'provider_preview']) await bound(tx, `delete from ${table} where account_id = ?`, [accountId]);
     await bound(tx, 'delete from oauth_payload where account_id = ?', [accountId]);
     await bound(tx, 'delete from oauth_connected_app where account_id = ?', [accountId]);
     // Native memory: peers and sessions take messages, claims and claim history with them; then the events.

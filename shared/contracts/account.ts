@@ -108,6 +108,16 @@ export const AccessResponse = z
       ingest: z.object({ dailyLimit: z.int(), monthlyLimit: z.int() }),
     }),
     credits: z.object({ totalRemaining: z.int(), monthlyRemaining: z.int(), onboardingRemaining: z.int() }),
+    processingBudgets: z
+      .object({
+        ocr: z.object({
+          creditsPerPage: z.int().describe('Credits one OCR page costs.'),
+          pagesPerRequest: z.int().describe('Most pages one provider-backed preview may OCR (402 processing_budget_exceeded above).'),
+          pagesPerDay: z.int().describe('Most pages the previews of a UTC day may OCR, together.'),
+          pagesUsedToday: z.int(),
+        }),
+      })
+      .describe('Provider budgets of previews that need OCR (scanned PDF pages).'),
   })
   .meta({ id: 'AccessResponse' });
 

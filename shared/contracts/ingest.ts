@@ -86,6 +86,10 @@ export const Plan = z
     records: z.object({ sourceExcerpts: z.int(), facts: z.int(), links: z.int(), total: z.int() }),
     estimatedCredits: z.int(),
     warnings: z.array(z.string()),
+    recognisedText: z
+      .array(z.object({ page: z.int(), text: z.string(), confidence: z.int() }))
+      .optional()
+      .describe('Provider-backed previews: the text OCR recognised on each scanned page (up to about 384 KB in all).'),
   })
   .meta({ id: 'IngestPlan' });
 

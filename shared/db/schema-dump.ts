@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { dedicatedConnection } from './connections.ts';
+import { ensureDatabase } from './embedded.ts';
+import { createOrm, migrate } from './orm.ts';
 
 // docs/schema.sql: the schema the migrations build, as one readable file (`npm run schema` writes it;
 // test/integration/schema.test.ts migrates a fresh database and checks the file is still true).
@@ -72,5 +75,29 @@ export async function dumpSchema(url: string): Promise<string> {
     return `${parts.join('\n\n')}\n`;
   } finally {
     await client.end();
+  }
+}
+
+/**
+ * The schema a fresh database gets from the migrations: made on the server of `serverUrl` (any
+ * database URL of it, with the right to create databases), migrated, read, and dropped again.
+ */
+export async function dumpFreshSchema(serverUrl: string): Promise<string> {
+  const name = `cairn_schema_${randomBytes(4).toString('hex')}`;
+  const scratch = new URL(serverUrl);
+  scratch.pathname = `/${name}`;
+  try {
+    await ensureDatabase(scratch.toString());
+    const orm = await createOrm(scratch.toString());
+    try {
+      await migrate(orm);
+    } finally {
+      await orm.close();
+    }
+    return await dumpSchema(scratch.toString());
+  } finally {
+    const admin = dedicatedConnection(serverUrl);
+    await admin.connect();
+    await admin.query(`drop database if exists "${name}" with (force)`).finally(() => admin.end());
   }
 }

@@ -56,6 +56,11 @@ export async function storeFetched(em: EntityManager, jobId: string, accountId: 
     on conflict (job_id) do nothing`);
 }
 
+/** The recognised text of a built job's pages (it does not outlive its use). */
+export async function deleteOcrPages(tx: EntityManager, jobId: string): Promise<void> {
+  await bound(tx, sql`delete from ocr_page where owner_id = ${jobId}`);
+}
+
 export async function deleteBlob(tx: EntityManager, jobId: string): Promise<void> {
   await bound(tx, sql`delete from ingest_blob where job_id = ${jobId}`);
 }
@@ -141,8 +146,10 @@ export async function builtJob(em: EntityManager, jobId: string) {
   return row;
 }
 
+/** Ends a queued job failed; the recognised text of its pages goes with it. */
 export async function endFailedJob(em: EntityManager, jobId: string, failure: JobFailure): Promise<void> {
-  await bound(em, sql`update ingest_job set status = 'failed', failure = ${JSON.stringify(failure)}::jsonb,
+  await bound(em, sql`with ocr as (delete from ocr_page where owner_id = ${jobId})
+    update ingest_job set status = 'failed', failure = ${JSON.stringify(failure)}::jsonb,
       completed_at = coalesce(completed_at, now()), updated_at = now()
     where id = ${jobId} and status = 'queued'`);
 }

@@ -7,10 +7,11 @@ import { addToLexicon } from './lexicon.ts';
 import type { RecordCounts } from './prepare.ts';
 import {
   activateQuarantined, builtJob, deleteBlob, deleteRecords, endBuiltJob, endFailedJob, endSucceededJob, insertRecords, loadJob,
-  releaseQuarantinedJob, sourceOfDeletion, storedFetch, storeFetched, tombstoneSource, upsertSource,
+  deleteOcrPages, releaseQuarantinedJob, sourceOfDeletion, storedFetch, storeFetched, tombstoneSource, upsertSource,
 } from './build.queries.ts';
 import { embedForStorage, toHex, type Embedder } from '../retrieval/embeddings.ts';
 import { fetchSource } from './fetch-source.ts';
+import { storedPages } from './ocr/pages.ts';
 import { parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
 // The steps of an ingest job, called by the ingest workflow's activities. Each is idempotent: the
@@ -44,6 +45,9 @@ export class UnsupportedSourceError extends Error {
 
 const RECORD_BATCH = 2000;
 
+/** The build found scanned pages that have no recognised text yet: the workflow runs OCR on them, then builds again. */
+export type NeedsOcrResult = { status: 'needs_ocr'; pages: number[] };
+
 export type ProcessResult = {
   status: 'succeeded' | 'quarantined';
   quarantineReason: string | null;
@@ -65,7 +69,7 @@ export async function buildSourceRecords(
   attempt?: number,
   /** Makes the excerpts' vectors (EMBEDDINGS_*): best effort, stored with the records. */
   embedding: { embedder: Embedder | null; log: { warn(o: object, m: string): void } } = { embedder: null, log: { warn: () => {} } },
-): Promise<ProcessResult> {
+): Promise<ProcessResult | NeedsOcrResult> {
   const job = await loadJob(em, jobId, attempt);
   // A retry after the transaction below committed (the worker died before reporting): report what was stored.
   if (job.status === 'succeeded' || job.status === 'quarantined') return storedResult(em, jobId, job.status);
@@ -73,9 +77,11 @@ export async function buildSourceRecords(
   const bytes = blob && (await readLongBytes(em, 'ingest_blob', 'bytes', 'job_id', jobId, job.blob_size));
   if (!blob || !bytes) throw new Error(`ingest job ${jobId} has no stored bytes`);
   const contentType = blob.content_type as SupportedContentType;
+  const ocr = contentType === 'application/pdf' ? await storedPages(em, jobId) : [];
   const source = await pool.build(job.account_id, {
-    jobId, bytes, contentType, sourceUrl: blob.final_url ?? job.source_url ?? undefined, crossSiteRedirect: fetch?.crossSiteRedirect ?? false,
+    jobId, bytes, contentType, sourceUrl: blob.final_url ?? job.source_url ?? undefined, crossSiteRedirect: fetch?.crossSiteRedirect ?? false, ocr,
   });
+  if ('needsOcr' in source) return { status: 'needs_ocr', pages: source.needsOcr };
   const decision = source.quarantine;
 
   // Excerpts partition the text (facts and links repeat words of it): they carry the vectors.
@@ -101,6 +107,7 @@ export async function buildSourceRecords(
       status: decision.quarantine ? 'quarantined' : 'succeeded',
     });
     await deleteBlob(tx, jobId);
+    if (ocr.length > 0) await deleteOcrPages(tx, jobId);
   });
   return {
     status: decision.quarantine ? 'quarantined' : 'succeeded',

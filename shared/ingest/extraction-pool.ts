@@ -15,9 +15,9 @@ import os from 'node:os';
 import { Tinypool } from 'tinypool';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { ExtractionError, type SupportedContentType } from './extract/index.ts';
+import { ExtractionError, type PageText, type SupportedContentType } from './extract/index.ts';
 import { runExtraction, type ExtractionTask, type StartedMessage, type TaskResult } from './extraction-task.ts';
-import type { IngestLimits, Plan, PreparedSource } from './prepare.ts';
+import type { IngestLimits, NeedsOcr, Plan, PreparedSource } from './prepare.ts';
 
 export type ExtractionPoolOptions = {
   /** Processes at most (EXTRACTION_PROCESSES). */
@@ -36,11 +36,14 @@ export type ExtractionPoolOptions = {
 export type ExtractionPool = {
   /** Throws ExtractionError('type_mismatch') when the bytes are not what `contentType` says. */
   check(accountId: string, bytes: Uint8Array, contentType: SupportedContentType): Promise<void>;
-  preview(accountId: string, bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null): Promise<Plan>;
+  /** The plan, or the scanned pages to OCR first (then preview again with their text as `ocr`). */
+  preview(accountId: string, bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null, ocr?: PageText[]): Promise<Plan | NeedsOcr>;
   build(
     accountId: string,
-    input: { jobId: string; bytes: Uint8Array; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean },
-  ): Promise<PreparedSource>;
+    input: { jobId: string; bytes: Uint8Array; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean; ocr?: PageText[] },
+  ): Promise<PreparedSource | NeedsOcr>;
+  /** OCR of a PDF's pages (shared/ingest/ocr), under the same CPU and memory limits as any extraction. */
+  ocr(accountId: string, bytes: Uint8Array, pages: number[]): Promise<PageText[]>;
   close(): Promise<void>;
 };
 
@@ -205,8 +208,9 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
     check: async (accountId, bytes, contentType) => {
       await run<null>(accountId, { kind: 'check', bytes, contentType });
     },
-    preview: (accountId, bytes, contentType, finalUrl) => run<Plan>(accountId, { kind: 'preview', bytes, contentType, finalUrl, limits: opts.limits }),
-    build: (accountId, input) => run<PreparedSource>(accountId, { kind: 'build', ...input, limits: opts.limits }),
+    preview: (accountId, bytes, contentType, finalUrl, ocr) => run(accountId, { kind: 'preview', bytes, contentType, finalUrl, limits: opts.limits, ocr }),
+    build: (accountId, input) => run(accountId, { kind: 'build', ...input, limits: opts.limits }),
+    ocr: (accountId, bytes, pages) => run(accountId, { kind: 'ocr', bytes, pages }),
     close: () => pool.destroy(),
   };
 }
@@ -221,8 +225,9 @@ export function inProcessExtraction(limits: IngestLimits): ExtractionPool {
     check: async (_accountId, bytes, contentType) => {
       await unwrap<null>({ kind: 'check', bytes, contentType });
     },
-    preview: (_accountId, bytes, contentType, finalUrl) => unwrap<Plan>({ kind: 'preview', bytes, contentType, finalUrl, limits }),
-    build: (_accountId, input) => unwrap<PreparedSource>({ kind: 'build', ...input, limits }),
+    preview: (_accountId, bytes, contentType, finalUrl, ocr) => unwrap({ kind: 'preview', bytes, contentType, finalUrl, limits, ocr }),
+    build: (_accountId, input) => unwrap({ kind: 'build', ...input, limits }),
+    ocr: (_accountId, bytes, pages) => unwrap({ kind: 'ocr', bytes, pages }),
     close: async () => {},
   };
 }

@@ -10,6 +10,7 @@ import {
   extract,
   overLimit,
   type ExpansionLimits,
+  type PageText,
   type Section,
   type SupportedContentType,
 } from './extract/index.ts';
@@ -60,6 +61,27 @@ export type PreparedSource = {
   words: string[];
 };
 
+/** A PDF with scanned pages whose text was not supplied: OCR these pages and prepare again with their text. */
+export type NeedsOcr = { needsOcr: number[] };
+const scanned = (pages: number[]): NeedsOcr => ({ needsOcr: pages });
+
+/** The page of each offset of a document's text, from its sections (null outside paged documents). */
+function pageFinder(sections: Section[]): (offset: number) => number | null {
+  const paged = sections.filter((s) => s.page !== undefined);
+  return (offset) => {
+    let lo = 0;
+    let hi = paged.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const s = paged[mid]!;
+      if (offset < s.start) hi = mid - 1;
+      else if (offset >= s.end) lo = mid + 1;
+      else return s.page!;
+    }
+    return null;
+  };
+}
+
 /** Extracts the bytes of a job and builds its records, within the expansion limits. */
 export async function prepareSource(input: {
   jobId: string;
@@ -68,10 +90,13 @@ export async function prepareSource(input: {
   sourceUrl?: string;
   crossSiteRedirect: boolean;
   limits: IngestLimits;
-}): Promise<PreparedSource> {
+  ocr?: PageText[];
+}): Promise<PreparedSource | NeedsOcr> {
   const bounds = expansionLimits(input.bytes.byteLength, input.limits);
   assertContentMatches(input.bytes, input.contentType);
-  const doc = await extract(input.bytes, input.contentType, { sourceUrl: input.sourceUrl, limits: bounds });
+  const doc = await extract(input.bytes, input.contentType, { sourceUrl: input.sourceUrl, limits: bounds, ocr: input.ocr });
+  if (doc.needsOcr) return scanned(doc.needsOcr);
+  const pageAt = pageFinder(doc.sections);
   const records = buildRecords(doc);
   const counts = countsOf(records);
   if (counts.total > bounds.maxRecords) {
@@ -84,8 +109,8 @@ export async function prepareSource(input: {
   }
   const rows = [
     ...records.excerpts.map((r) => ({ ...r, subject: null, linkType: null, from: null, to: null })),
-    ...records.facts.map((r) => ({ ...r, page: undefined, linkType: null, from: null, to: null })),
-    ...records.links.map((r) => ({ ...r, sectionPath: [] as string[], page: undefined, subject: null })),
+    ...records.facts.map((r) => ({ ...r, linkType: null, from: null, to: null })),
+    ...records.links.map((r) => ({ ...r, sectionPath: [] as string[], subject: null })),
   ].map((r): RecordRow => ({
     id: deterministicUuid(`${input.jobId}:${r.kind}:${r.start}:${r.end}:${'to' in r && r.to ? r.to : ''}:${'from' in r && r.from ? r.from : ''}`),
     kind: r.kind,
@@ -93,7 +118,8 @@ export async function prepareSource(input: {
     start_offset: r.start,
     end_offset: r.end,
     section_path: r.sectionPath,
-    page: r.page ?? null,
+    // Every record of a paged document cites the page it starts on.
+    page: pageAt(r.start),
     subject: r.subject ?? null,
     link_type: 'linkType' in r ? r.linkType : null,
     link_from: 'from' in r ? r.from : null,
@@ -119,13 +145,15 @@ function countsOf(records: ReturnType<typeof buildRecords>): RecordCounts {
 }
 
 /** The plan of a dry run: what live processing would make of these bytes. Persists nothing. */
-export async function planOf(bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null, limits: IngestLimits) {
+export async function planOf(bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null, limits: IngestLimits, ocr?: PageText[]) {
   assertContentMatches(bytes, contentType);
   const doc = await extract(bytes, contentType, {
     structureOnlyAboveChars: PREVIEW_TEXT_LIMIT,
     sourceUrl: finalUrl ?? undefined,
     limits: expansionLimits(bytes.byteLength, limits),
+    ocr,
   });
+  if (doc.needsOcr) return scanned(doc.needsOcr);
   const counts = countsOf(buildRecords(doc));
   const what = doc.structureOnly ? 'a structural preview of' : '';
   return {
@@ -141,11 +169,11 @@ export async function planOf(bytes: Uint8Array, contentType: SupportedContentTyp
     sections: doc.sections.length,
     pages: doc.pages,
     records: counts,
-    // The built-in extractor needs no provider and costs no credits.
+    // The built-in extractor needs no provider and costs no credits; OCR's cost is added by the caller.
     estimatedCredits: 0,
     warnings: doc.warnings,
   };
 }
 
-export type Plan = Awaited<ReturnType<typeof planOf>>;
+export type Plan = Exclude<Awaited<ReturnType<typeof planOf>>, NeedsOcr>;
 

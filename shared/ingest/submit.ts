@@ -12,6 +12,8 @@ import { ExtractionError, type SupportedContentType } from './extract/index.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
 import { fetchSource, invalidIngest } from './fetch-source.ts';
 import { findJob, insertSubmission, jobOfKey, type Job } from './jobs.queries.ts';
+import { providerBackedPreview, withRecognisedText, type OcrPlan, type ProviderPreviewDeps } from './ocr/preview.ts';
+import { previewedPages, takePreview, type ExactPreview } from './ocr/reuse.ts';
 import { FetchRefusedError } from './safe-fetch.ts';
 import { assertFetchableUrl, parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
@@ -24,6 +26,8 @@ export type IngestDeps = {
   /** Where dry runs extract and live uploads are checked: never on this process's event loop. */
   extraction: ExtractionPool;
   freeWork: FreeWorkLimiter;
+  /** Who reads scanned pages, the budgets of previews that need it, and where their trouble is logged. */
+  ocr: Omit<ProviderPreviewDeps, 'em'>;
 };
 
 const invalid = invalidIngest;
@@ -56,14 +60,36 @@ export async function previewUrl(deps: IngestDeps, principal: Principal, rawUrl:
     if (!fetched.supportedType) {
       throw invalid(`The URL serves ${fetched.contentType ?? 'an unknown content type'}, which is not supported.`);
     }
-    return refusedAs400(deps.extraction.preview(principal.accountId, fetched.bytes, fetched.supportedType, fetched.finalUrl));
+    return planOf(deps, principal.accountId, fetched.bytes, fetched.supportedType, fetched.finalUrl);
   });
 }
 
 /** The plan of a dry-run upload: what live processing would make of these bytes. Persists nothing. */
 export async function previewFile(deps: IngestDeps, principal: Principal, bytes: Buffer, contentType: SupportedContentType) {
-  return deps.freeWork.run(principal.accountId, () => refusedAs400(deps.extraction.preview(principal.accountId, bytes, contentType, null)));
+  return deps.freeWork.run(principal.accountId, () => planOf(deps, principal.accountId, bytes, contentType, null));
 }
+
+export type Previewed = { plan: OcrPlan; headers: Record<string, string> };
+
+/**
+ * A dry run's plan: free when the built-in extractors suffice; provider-backed (paid, budgeted:
+ * ./ocr/preview.ts) when a PDF has scanned pages.
+ */
+async function planOf(deps: IngestDeps, accountId: string, bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null): Promise<Previewed> {
+  const first = await refusedAs400(deps.extraction.preview(accountId, bytes, contentType, finalUrl));
+  if (!('needsOcr' in first)) return { plan: first, headers: {} };
+  // The same bytes were previewed with OCR lately: that text is used again, without a provider call.
+  const stored = await previewedPages(deps.em, exactPreview(deps, accountId, bytes, contentType));
+  if (stored && first.needsOcr.every((n) => stored.some((p) => p.page === n))) {
+    const again = await refusedAs400(deps.extraction.preview(accountId, bytes, contentType, finalUrl, stored));
+    if (!('needsOcr' in again)) return { plan: withRecognisedText(again, stored), headers: {} };
+  }
+  return providerBackedPreview({ ...deps.ocr, em: deps.em }, accountId, { bytes, contentType, needsOcr: first.needsOcr }, (ocr) =>
+    deps.extraction.preview(accountId, bytes, contentType, finalUrl, ocr));
+}
+
+const exactPreview = (deps: IngestDeps, accountId: string, bytes: Uint8Array, contentType: string): ExactPreview =>
+  ({ accountId, sha256: sha256Hex(bytes), contentType, retentionMs: deps.ocr.ocr.previewRetentionMs });
 
 /** Decoded size of base64 text, computed from its length alone (nothing is decoded). */
 export function decodedBase64Size(b64: string): number {
@@ -124,8 +150,11 @@ async function createJob(
         'This idempotencyKey was used for a different submission.');
       return { jobId: existing.id, created: false, quota: await readQuota(tx, accountId, 'ingest') };
     }
-    const quota = await consumeQuota(tx, accountId, 'ingest');
     const jobId = randomUUID();
+    // Queueing the bytes of a provider-backed preview takes its OCR text, and the allowance unit it spent.
+    const reused = input.blob?.contentType === 'application/pdf' &&
+      (await takePreview(tx, exactPreview(deps, accountId, input.blob.bytes, input.blob.contentType), jobId));
+    const quota = reused ? await readQuota(tx, accountId, 'ingest') : await consumeQuota(tx, accountId, 'ingest');
     await insertSubmission(tx, { id: jobId, accountId, ...input });
     return { jobId, created: true, quota };
   });

@@ -22,7 +22,7 @@ export class TemporalCliMissingError extends Error {
   }
 }
 
-async function isExecutable(file: string): Promise<boolean> {
+export async function isExecutable(file: string): Promise<boolean> {
   try {
     await access(file, constants.X_OK);
     return true;
@@ -39,7 +39,7 @@ async function findOnPath(name: string, envPath = process.env.PATH ?? ''): Promi
   return undefined;
 }
 
-async function goBinary(): Promise<string | undefined> {
+export async function goBinary(): Promise<string | undefined> {
   return (await findOnPath('go')) ?? ((await isExecutable('/usr/local/go/bin/go')) ? '/usr/local/go/bin/go' : undefined);
 }
 
@@ -87,13 +87,19 @@ export async function resolveTemporalCli(options: ResolveOptions = {}): Promise<
   if (options.install === false) throw new TemporalCliMissingError('No temporal binary was found.');
 
   log(`Building the Temporal CLI once with "go install ${TEMPORAL_CLI_MODULE}" (a few minutes)...`);
+  await goInstall(go, [TEMPORAL_CLI_MODULE]);
+  if (await isExecutable(stable)) return stable;
+  throw new TemporalCliMissingError(`go install finished but ${stable} is missing.`);
+}
+
+/** `go install` of packages (of one module at one version), into `gobin` when given; output goes to ours. */
+export async function goInstall(go: string, packages: string[], gobin?: string): Promise<void> {
+  const env = gobin ? { ...process.env, GOBIN: gobin } : process.env;
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(go, ['install', TEMPORAL_CLI_MODULE], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(go, ['install', ...packages], { env, stdio: ['ignore', 'inherit', 'inherit'] });
     child.on('error', reject);
     child.on('exit', (code) =>
       code === 0 ? resolve() : reject(new TemporalCliMissingError(`go install exited with code ${code}.`)),
     );
   });
-  if (await isExecutable(stable)) return stable;
-  throw new TemporalCliMissingError(`go install finished but ${stable} is missing.`);
 }

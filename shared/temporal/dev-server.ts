@@ -1,24 +1,31 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
 import { Connection } from '@temporalio/client';
 import { CAIRN_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.ts';
 
 const CLI_TYPE = { KEYWORD: 'Keyword', KEYWORD_LIST: 'KeywordList' } as const;
 
+/** Cairn's dynamic config for Temporal, one file for the dev server and the real server (npm run cluster, docker-compose.yml). */
+export const DYNAMIC_CONFIG_FILE = fileURLToPath(new URL('../../deploy/temporal/dynamicconfig.yaml', import.meta.url));
+
+/** The file's settings as dev server flags (the dev server takes values, not a file). */
+function dynamicConfigArgs(file: string): string[] {
+  const settings = parse(readFileSync(file, 'utf8')) as Record<string, { value: unknown }[]>;
+  return Object.entries(settings).flatMap(([key, [setting]]) => ['--dynamic-config-value', `${key}=${JSON.stringify(setting!.value)}`]);
+}
+
 /**
- * What Cairn needs of a dev server beyond its defaults (tests and benchmarks pass the same): task queue
- * fairness, so one account's ingest backlog is dispatched round-robin with others' (server 1.29 has it
- * behind these flags; see docs/operations.md for a cluster), one partition per task queue (fairness
- * holds within a partition; several only spread a queue over matching hosts, and there is one), and
- * Cairn's search attributes.
+ * What Cairn needs of a dev server beyond its defaults (tests and benchmarks pass the same): the dynamic
+ * config the real server reads too (task queue fairness, one partition per task queue), and Cairn's
+ * search attributes.
  */
 export const DEV_SERVER_ARGS = [
-  '--dynamic-config-value', 'matching.useNewMatcher=true',
-  '--dynamic-config-value', 'matching.enableFairness=true',
-  '--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1',
-  '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',
+  ...dynamicConfigArgs(DYNAMIC_CONFIG_FILE),
   ...CAIRN_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=${CLI_TYPE[k.type as keyof typeof CLI_TYPE]}`]),
 ];
 
@@ -82,22 +89,27 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     if (exited !== undefined) {
       throw new Error(`temporal server start-dev exited with code ${exited}:\n${output.join('')}`);
     }
-    try {
-      const conn = await Connection.connect({ address, connectTimeout: '1s' });
-      try {
-        // Serving means both: the frontend answers its health check and the Web UI (started after it) answers.
-        const res = await conn.healthService.check({});
-        if (res.status === 1 && (await fetch(uiUrl, { signal: AbortSignal.timeout(2000) })).ok) return { address, uiUrl, process: child, stop };
-      } finally {
-        await conn.close();
-      }
-    } catch {
-      // not up yet
-    }
+    // Serving means both: the frontend answers its health check and the Web UI (started after it) answers.
+    const uiAnswers = () => fetch(uiUrl, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+    if ((await temporalServing(address)) && (await uiAnswers())) return { address, uiUrl, process: child, stop };
     if (Date.now() > deadline) {
       await stop();
       throw new Error(`Temporal dev server did not become ready at ${address}:\n${output.join('')}`);
     }
     await sleep(250);
+  }
+}
+
+/** Whether the Temporal frontend at `address` answers its health check with SERVING. */
+export async function temporalServing(address: string): Promise<boolean> {
+  try {
+    const conn = await Connection.connect({ address, connectTimeout: '1s' });
+    try {
+      return (await conn.healthService.check({})).status === 1;
+    } finally {
+      await conn.close();
+    }
+  } catch {
+    return false; // not up yet
   }
 }

@@ -83,7 +83,7 @@ export type CairnWorker = {
  * workflow starts that carry them fail on a namespace that lacks them. A cluster that refuses (no
  * operator permission, Temporal Cloud) keeps the worker running: the operator registers them there.
  */
-export async function ensureSearchAttributes(connection: NativeConnection, namespace: string, logger: Logger): Promise<void> {
+export async function ensureSearchAttributes(connection: Pick<NativeConnection, 'operatorService'>, namespace: string, logger: Logger): Promise<void> {
   try {
     const existing = await connection.operatorService.listSearchAttributes({ namespace });
     const missing = CAIRN_SEARCH_ATTRIBUTES.filter((k) => !(k.name in (existing.customAttributes ?? {})));

@@ -81,14 +81,15 @@ export async function startWorker(opts: {
   slots?: WorkerDeps['slots']; env?: NodeJS.ProcessEnv;
 }) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
-  const extraction = extractionPoolFor(loadConfig({ ...opts.env }));
+  const config = loadConfig({ ...opts.env });
+  const extraction = extractionPoolFor(config);
   const logger = opts.logger ?? memoryLogger().logger;
   const identity = workerIdentity();
   const activities = createActivities({
     orm: opts.orm,
     logger: logger.child({ component: 'activities' }),
     workerIdentity: identity,
-    ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000 },
+    ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000, ocrCreditsPerPage: config.ocr.creditsPerPage },
     extraction,
     memoryDeriver: opts.memoryDeriver,
     embedder: opts.embeddings ? createEmbedder(opts.embeddings) : null,

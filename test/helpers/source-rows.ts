@@ -24,7 +24,9 @@ export async function ingestUpload(
     values (?, ?, 'file', 'queued', ?, ?, ?, ?, current_date)`, [id, accountId, id, id, file.filename, file.contentType]);
   await bound(em, `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, ?)`,
     [id, accountId, file.bytes, createHash('sha256').update(file.bytes).digest('hex'), file.bytes.byteLength, file.contentType]);
-  return { id, result: await buildSourceRecords(em, extraction, id, null) };
+  const result = await buildSourceRecords(em, extraction, id, null);
+  if (result.status === 'needs_ocr') throw new Error(`pages ${result.pages.join(', ')} need OCR`);
+  return { id, result };
 }
 
 /** A Markdown document through ingestUpload; returns the source id. */

@@ -37,8 +37,11 @@ const alive = async (pid: number) => {
   return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
 };
 
-const build = (pool: ExtractionPool, bytes: Buffer, contentType: 'text/html' | 'application/pdf' | 'application/json' | 'text/markdown') =>
-  pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', bytes, contentType, crossSiteRedirect: false });
+const build = async (pool: ExtractionPool, bytes: Buffer, contentType: 'text/html' | 'application/pdf' | 'application/json' | 'text/markdown') => {
+  const built = await pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', bytes, contentType, crossSiteRedirect: false });
+  if ('needsOcr' in built) throw new Error('unexpected scanned pages');
+  return built;
+};
 
 describe('extraction processes', () => {
   it('end a document over the CPU-time limit, naming the limit, while this event loop keeps running; the next task gets a fresh process', async () => {

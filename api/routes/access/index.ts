@@ -2,10 +2,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { AccessResponse } from '../../../shared/contracts/account.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { Account, ApiKey } from '../../../shared/db/entities/index.ts';
+import type { Config } from '../../../shared/config.ts';
+import { processingBudget } from '../../../shared/ingest/ocr/budgets.ts';
 import { getCreditBalance } from '../../../shared/metering/credits.ts';
 import { principalOf } from '../../plugins/auth.ts';
 
-export const accessRoutes: FastifyPluginAsyncZod = async (app) => {
+export const accessRoutes: FastifyPluginAsyncZod<{ ocr: Config['ocr'] }> = async (app, { ocr }) => {
   app.get(
     '/v1/access',
     {
@@ -18,10 +20,11 @@ export const accessRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const p = principalOf(request);
-      const [key, account, credits] = await Promise.all([
+      const [key, account, credits, processing] = await Promise.all([
         request.em.findOneOrFail(ApiKey, { id: p.credentialId }),
         request.em.findOneOrFail(Account, { id: p.accountId }),
         getCreditBalance(request.em, p.accountId),
+        processingBudget(request.em, ocr, p.accountId),
       ]);
       return {
         schemaVersion: 'service-access-v1' as const,
@@ -36,6 +39,14 @@ export const accessRoutes: FastifyPluginAsyncZod = async (app) => {
           totalRemaining: credits.totalRemaining,
           monthlyRemaining: credits.monthlyRemaining,
           onboardingRemaining: credits.onboardingRemaining,
+        },
+        processingBudgets: {
+          ocr: {
+            creditsPerPage: processing.creditsPerPage,
+            pagesPerRequest: processing.pagesPerRequest,
+            pagesPerDay: processing.pagesPerDay,
+            pagesUsedToday: processing.pagesUsedToday,
+          },
         },
       };
     },

@@ -11,6 +11,8 @@ import {
 } from '../../../shared/contracts/ingest.ts';
 import { publicJob } from '../../../shared/ingest/jobs.ts';
 import type { ExtractionPool } from '../../../shared/ingest/extraction-pool.ts';
+import { localOcrProvider } from '../../../shared/ingest/ocr/provider.ts';
+import type { Logger } from '../../../shared/logger.ts';
 import { requestSourceDeletion } from '../../../shared/ingest/sources.ts';
 import { decodeUpload, previewFile, previewUrl, submitFile, submitUrl, type IngestDeps } from '../../../shared/ingest/submit.ts';
 import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
@@ -20,7 +22,7 @@ import { principalOf } from '../../plugins/auth.ts';
 import type { IngestMount } from './jobs.ts';
 
 const errors = {
-  400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope,
+  400: ErrorEnvelope, 401: ErrorEnvelope, 402: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope,
   413: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope,
 };
 /** 50,000,000 bytes of base64 is about 66.7 MB; the body limit lets such a request be answered (413), not dropped. */
@@ -30,13 +32,16 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<
   IngestMount & { config: Config; temporal: TemporalClientHandle; extraction: ExtractionPool; freeWork: FreeWorkLimiter }
 > = async (app, { config, temporal, extraction, freeWork, base, auth, tags }) => {
   const starts = workflowStarts(temporal.client, config.temporal.taskQueue, { ingestHeartbeatMs: config.ingestHeartbeatTimeoutMs });
-  const deps = (em: IngestDeps['em']): IngestDeps => ({
+  const provider = localOcrProvider(extraction, config.ocr.creditsPerPage);
+  const deps = (em: IngestDeps['em'], log: unknown): IngestDeps => ({
     em,
     startJob: starts.ingestJob,
     policy: { allowlist: config.ingestUrlAllowlist },
     fetchTimeoutMs: config.ingestFetchTimeoutMs,
     extraction,
     freeWork,
+    // Fastify's request logger is a pino child logger.
+    ocr: { provider, ocr: config.ocr, logger: log as Logger },
   });
 
   app.post(
@@ -53,10 +58,10 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<
     async (request, reply) => {
       const body = request.body;
       if (body.dryRun) {
-        const plan = await previewUrl(deps(request.em), principalOf(request), body.url);
-        return reply.code(200).send({ schemaVersion: 'service-url-ingest-plan-v1' as const, mode: 'dry-run' as const, plan });
+        const { plan, headers } = await previewUrl(deps(request.em, request.log), principalOf(request), body.url);
+        return reply.code(200).headers(headers).send({ schemaVersion: 'service-url-ingest-plan-v1' as const, mode: 'dry-run' as const, plan });
       }
-      const r = await submitUrl(deps(request.em), principalOf(request), body);
+      const r = await submitUrl(deps(request.em, request.log), principalOf(request), body);
       return reply
         .code(r.created ? 202 : 200)
         .headers(r.headers)
@@ -80,10 +85,10 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<
       const body = request.body;
       const bytes = decodeUpload(body.contentBase64);
       if (body.dryRun) {
-        const plan = await previewFile(deps(request.em), principalOf(request), bytes, body.contentType);
-        return reply.code(200).send({ schemaVersion: 'service-file-ingest-plan-v1' as const, mode: 'dry-run' as const, plan });
+        const { plan, headers } = await previewFile(deps(request.em, request.log), principalOf(request), bytes, body.contentType);
+        return reply.code(200).headers(headers).send({ schemaVersion: 'service-file-ingest-plan-v1' as const, mode: 'dry-run' as const, plan });
       }
-      const r = await submitFile(deps(request.em), principalOf(request), { ...body, bytes });
+      const r = await submitFile(deps(request.em, request.log), principalOf(request), { ...body, bytes });
       return reply
         .code(r.created ? 202 : 200)
         .headers(r.headers)

@@ -20,6 +20,7 @@ import {
   type ExtractContext,
   type ExtractedDocument,
   type OutlineEntry,
+  type PageText,
   type RawExtraction,
   type Section,
   type SupportedContentType,
@@ -31,6 +32,7 @@ export type {
   ExpansionLimits,
   ExtractedDocument,
   ExtractionFailureReason,
+  PageText,
   Section,
   SupportedContentType,
 } from './types.ts';
@@ -53,6 +55,8 @@ export type ExtractOptions = {
   sourceUrl?: string;
   /** Bounds on pages, inflated bytes and text; absent = none (trusted input, benchmarks). */
   limits?: ExpansionLimits;
+  /** Recognised text of a PDF's scanned pages (shared/ingest/ocr): without it such pages are reported in needsOcr. */
+  ocr?: PageText[];
 };
 
 /** The outline as text: one line per heading (its last path element), one section per line. */
@@ -112,6 +116,7 @@ export async function extract(
   if (bytes.length === 0) throw new ExtractionError('empty');
   const ctx: ExtractContext = { limit, limits: opts?.limits ?? UNLIMITED };
   if (opts?.sourceUrl) ctx.sourceUrl = opts.sourceUrl;
+  if (opts?.ocr) ctx.ocr = new Map(opts.ocr.map((p) => [p.page, p.text]));
 
   const raw = await run(bytes, contentType, ctx);
   if (preview && (raw.overLimit || raw.text.length > limit)) {
@@ -127,7 +132,7 @@ export async function extract(
       structureOnly: true,
     };
   }
-  if (!raw.text.trim()) throw new ExtractionError('empty');
+  if (!raw.text.trim() && !raw.needsOcr) throw new ExtractionError('empty');
   return {
     contentType,
     title: raw.title,
@@ -137,5 +142,6 @@ export async function extract(
     pages: raw.pages,
     warnings: raw.warnings,
     structureOnly: false,
+    ...(raw.needsOcr ? { needsOcr: raw.needsOcr } : {}),
   };
 }

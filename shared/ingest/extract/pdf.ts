@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { getDocument, VerbosityLevel } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { getDocument, OPS, VerbosityLevel, type PDFPageProxy } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { DocumentBuilder, InlineBuffer, collapseWhitespace, resolveHref, type InlineText } from './builder.ts';
 import { ExtractionError, overLimit as limitError, type ExtractContext, type OutlineEntry, type RawExtraction } from './types.ts';
 
@@ -137,9 +137,9 @@ export function assertInflationWithin(bytes: Uint8Array, max: number): void {
   }
 }
 
-export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promise<RawExtraction> {
-  assertInflationWithin(bytes, ctx.limits.maxInflatedBytes);
-  const task = getDocument({
+/** Opens a PDF with pdf.js the one way Cairn does (no eval, no font loading, no worker fetch). */
+export function openPdf(bytes: Uint8Array) {
+  return getDocument({
     // pdf.js transfers (detaches) the buffer it is given: hand it a copy.
     data: new Uint8Array(bytes),
     isEvalSupported: false,
@@ -153,6 +153,27 @@ export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promis
     cMapUrl: CMAPS,
     cMapPacked: true,
   });
+}
+
+/** A page with no text to extract needs OCR when it paints an image (a scan); otherwise it is blank. */
+async function paintsImage(page: PDFPageProxy): Promise<boolean> {
+  const ops = await page.getOperatorList();
+  return ops.fnArray.some((fn) => IMAGE_OPS.has(fn));
+}
+const IMAGE_OPS = new Set<number>([OPS.paintImageXObject, OPS.paintInlineImageXObject, OPS.paintImageXObjectRepeat]);
+
+/** OCR text as the page's paragraphs: blank lines separate them, a hyphen at a line's end joins the word. */
+function ocrParagraphs(text: string): InlineText[] {
+  return text
+    .split(/\n\s*\n/)
+    .map((p) => collapseWhitespace(p.replace(/(\p{L})-\n(\p{Ll})/gu, '$1$2')))
+    .filter(Boolean)
+    .map((t) => ({ text: t, links: [] }));
+}
+
+export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promise<RawExtraction> {
+  assertInflationWithin(bytes, ctx.limits.maxInflatedBytes);
+  const task = openPdf(bytes);
   try {
     let pdf;
     try {
@@ -178,6 +199,9 @@ export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promis
     const warnings: string[] = [];
     const emptyPages: number[] = [];
     const failedPages: number[] = [];
+    /** Scanned pages whose text was not supplied (ctx.ocr): the caller runs OCR on them and extracts again. */
+    const scannedPages: number[] = [];
+    const ocrPages: number[] = [];
     let overLimit = false;
     let lastRead = 0;
     for (let n = 1; n <= numPages; n++) {
@@ -188,6 +212,7 @@ export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promis
       lastRead = n;
       let items: Item[];
       let links: PageLink[] = [];
+      let scanned = false;
       try {
         const page = await pdf.getPage(n);
         try {
@@ -208,12 +233,19 @@ export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promis
         }
         const content = await page.getTextContent();
         items = content.items.filter((i): i is typeof i & Item => 'str' in i) as Item[];
+        scanned = !items.some((i) => i.str.trim()) && (ctx.ocr?.has(n) || (await paintsImage(page)));
         page.cleanup();
       } catch {
         failedPages.push(n);
         continue;
       }
-      const paragraphs = layoutPage(items);
+      const recognised = scanned ? ctx.ocr?.get(n) : undefined;
+      if (scanned && recognised === undefined) {
+        scannedPages.push(n);
+        continue;
+      }
+      if (recognised !== undefined) ocrPages.push(n);
+      const paragraphs = recognised === undefined ? layoutPage(items) : ocrParagraphs(recognised);
       attachLinks(paragraphs, links);
       if (paragraphs.length === 0) {
         emptyPages.push(n);
@@ -228,10 +260,10 @@ export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promis
         detail: `no page of ${numPages} could be read`,
       });
     }
-    if (!built.text.trim()) {
+    if (!built.text.trim() && scannedPages.length === 0) {
       throw new ExtractionError(
         'empty',
-        'The PDF contains no extractable text (scanned pages would need OCR, which is not supported).',
+        'The PDF contains no extractable text.',
       );
     }
     if (failedPages.length > 0) {
@@ -239,12 +271,17 @@ export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promis
     }
     if (emptyPages.length > 0) {
       warnings.push(
-        `${emptyPages.length} of ${numPages} pages have no extractable text (scanned pages would need OCR): ${describePages(emptyPages)}.`,
+        `${emptyPages.length} of ${numPages} pages have no extractable text (blank pages): ${describePages(emptyPages)}.`,
       );
+    }
+    if (ocrPages.length > 0) {
+      warnings.push(`Text of page${ocrPages.length > 1 ? 's' : ''} ${describePages(ocrPages)} was recognised by OCR (scanned pages).`);
     }
     const outline: OutlineEntry[] = [];
     for (let n = 1; n <= numPages; n++) outline.push({ path: [pageLabel(n)], page: n, level: 1 });
     return {
+      // A structural preview (over the text limit) needs no OCR.
+      ...(scannedPages.length > 0 && !overLimit ? { needsOcr: scannedPages } : {}),
       title,
       text: built.text,
       sections: built.sections,

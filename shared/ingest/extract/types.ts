@@ -25,7 +25,12 @@ export type ExtractedDocument = {
   pages: number | null;
   warnings: string[];
   structureOnly: boolean;
+  /** PDF pages that are scans and whose text was not supplied (ExtractOptions.ocr): OCR them, then extract again. */
+  needsOcr?: number[];
 };
+
+/** The recognised text of one page (shared/ingest/ocr/provider.ts). */
+export type PageText = { page: number; text: string; confidence: number };
 
 export type ExtractionFailureReason =
   | 'encrypted' | 'corrupt' | 'empty' | 'type_mismatch' | 'unsupported'
@@ -69,6 +74,7 @@ export type RawExtraction = {
   overLimit?: boolean;
   /** Heading paths of the whole document, used for a structure-only preview. */
   outline: OutlineEntry[];
+  needsOcr?: number[];
 };
 
 export type OutlineEntry = { path: string[]; page?: number; level?: number };
@@ -94,6 +100,8 @@ export type ExtractContext = {
   limit: number;
   sourceUrl?: string;
   limits: ExpansionLimits;
+  /** Recognised text of scanned PDF pages, by page number. */
+  ocr?: ReadonlyMap<number, string>;
 };
 
 export const overLimit = (what: string) => new ExtractionError('limit', `The document exceeds a processing limit: ${what}.`);
