@@ -13,7 +13,8 @@ import type { ExtractionPool } from './extraction-pool.ts';
 import { fetchSource, invalidIngest } from './fetch-source.ts';
 import { findJob, insertSubmission, jobOfKey, type Job } from './jobs.queries.ts';
 import { providerBackedPreview, withRecognisedText, type OcrPlan, type ProviderPreviewDeps } from './ocr/preview.ts';
-import { previewedPages, takePreview, type ExactPreview } from './ocr/reuse.ts';
+import { handOverPreview, type ExactPreview } from './ocr/repository.ts';
+import { previewedPages } from './ocr/reuse.ts';
 import { FetchRefusedError } from './safe-fetch.ts';
 import { assertFetchableUrl, parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
@@ -153,7 +154,7 @@ async function createJob(
     const jobId = randomUUID();
     // Queueing the bytes of a provider-backed preview takes its OCR text, and the allowance unit it spent.
     const reused = input.blob?.contentType === 'application/pdf' &&
-      (await takePreview(tx, exactPreview(deps, accountId, input.blob.bytes, input.blob.contentType), jobId));
+      (await handOverPreview(tx, exactPreview(deps, accountId, input.blob.bytes, input.blob.contentType), jobId));
     const quota = reused ? await readQuota(tx, accountId, 'ingest') : await consumeQuota(tx, accountId, 'ingest');
     await insertSubmission(tx, { id: jobId, accountId, ...input });
     return { jobId, created: true, quota };

@@ -8,6 +8,9 @@ export type LimitChanges = Partial<{
   queryMonthlyLimit: number;
   ingestMonthlyLimit: number;
   monthlyCredits: number;
+  /** The account's own OCR provider budgets of previews, in pages (shared/ingest/ocr/budgets.ts). */
+  ocrPreviewMaxPages: number;
+  ocrPreviewDailyPages: number;
 }>;
 
 const columns: Record<keyof LimitChanges, string> = {
@@ -16,6 +19,8 @@ const columns: Record<keyof LimitChanges, string> = {
   queryMonthlyLimit: 'query_monthly_limit',
   ingestMonthlyLimit: 'ingest_monthly_limit',
   monthlyCredits: 'monthly_credits',
+  ocrPreviewMaxPages: 'ocr_preview_max_pages',
+  ocrPreviewDailyPages: 'ocr_preview_daily_pages',
 };
 
 /**

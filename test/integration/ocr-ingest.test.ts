@@ -39,7 +39,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function newAccount(credits = { monthlyCredits: 1000, onboardingCredits: 0 }) {
+async function newAccount(credits: { monthlyCredits: number; onboardingCredits: number; ingestDailyLimit?: number } = { monthlyCredits: 1000, onboardingCredits: 0 }) {
   const a = await createAccount(db.orm.em.fork(), loadConfig({}).accountDefaults, {
     email: `o-${randomUUID()}@example.test`, password: 'a-long-enough-password', ...credits,
   });
@@ -159,12 +159,19 @@ describe('provider-backed previews', () => {
     expect(await sql('select page from ocr_page where owner_id = ?', [kept!.id])).toEqual([]);
   });
 
-  it('refuse with 402 account_credits_exhausted when credits cannot cover the OCR; a live job that cannot pay fails, not retryable', { timeout: 120_000 }, async () => {
+  it('refuse with 402 account_credits_exhausted when credits cannot cover the OCR, 429 without an ingest unit; a live job that cannot pay fails, not retryable', { timeout: 120_000 }, async () => {
     const a = await newAccount({ monthlyCredits: 1, onboardingCredits: 0 });
     const poor = await call(api.baseUrl, a.key, 'POST', '/v1/ingest/file', upload(twoScans));
     expect(poor.status).toBe(402);
     expect(poor.body.error.code).toBe('account_credits_exhausted');
     expect(await ingestUnits(a.id)).toBe(0);
+
+    // Without an ingest allowance left: 429 before any credit is held.
+    const spent = await newAccount({ monthlyCredits: 1000, onboardingCredits: 0, ingestDailyLimit: 0 });
+    const noUnit = await call(api.baseUrl, spent.key, 'POST', '/v1/ingest/file', upload(twoScans));
+    expect(noUnit.status).toBe(429);
+    expect(noUnit.body.error.code).toBe('account_quota_exceeded');
+    expect(await reservations(spent.id)).toBe(0);
 
     const live = await call(api.baseUrl, a.key, 'POST', '/v1/ingest/file', upload(twoScans, `poor-${randomUUID()}`));
     expect(live.status).toBe(202);

@@ -70,13 +70,13 @@ export const creditsShowCommand: AdminCommand = {
 
 export const limitsSetCommand: AdminCommand = {
   name: 'limits set',
-  summary: 'Change quota limits or the monthly allowance; recorded as a ledger row.',
+  summary: 'Change quota limits, the monthly allowance or the OCR preview budgets (pages); recorded as a ledger row.',
   usage:
     'limits set --email E [--query-daily-limit N] [--ingest-daily-limit N] [--query-monthly-limit N] ' +
-    '[--ingest-monthly-limit N] [--monthly-credits N]',
+    '[--ingest-monthly-limit N] [--monthly-credits N] [--ocr-preview-max-pages N] [--ocr-preview-daily-pages N]',
   options: {
     email: str, 'query-daily-limit': str, 'ingest-daily-limit': str, 'query-monthly-limit': str,
-    'ingest-monthly-limit': str, 'monthly-credits': str,
+    'ingest-monthly-limit': str, 'monthly-credits': str, 'ocr-preview-max-pages': str, 'ocr-preview-daily-pages': str,
   },
   async run(ctx, args) {
     const a = parseFlags(
@@ -87,6 +87,8 @@ export const limitsSetCommand: AdminCommand = {
         'query-monthly-limit': count.optional(),
         'ingest-monthly-limit': count.optional(),
         'monthly-credits': count.optional(),
+        'ocr-preview-max-pages': count.optional(),
+        'ocr-preview-daily-pages': count.optional(),
       }),
       args,
     );
@@ -97,6 +99,8 @@ export const limitsSetCommand: AdminCommand = {
       queryMonthlyLimit: a['query-monthly-limit'],
       ingestMonthlyLimit: a['ingest-monthly-limit'],
       monthlyCredits: a['monthly-credits'],
+      ocrPreviewMaxPages: a['ocr-preview-max-pages'],
+      ocrPreviewDailyPages: a['ocr-preview-daily-pages'],
     };
     if (Object.values(changes).every((v) => v === undefined)) throw new UsageError('Give at least one limit to change.');
     await changeLimits(ctx.orm.em.fork(), id, changes, randomUUID());

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config.ts';
-import { bound } from '../../db/sql.ts';
+import { budgetRow } from './repository.ts';
 
 /**
  * An account's provider budget for previews, in pages: per request and per UTC day (the account row's
@@ -10,15 +10,7 @@ import { bound } from '../../db/sql.ts';
 export type ProcessingBudget = { creditsPerPage: number; pagesPerRequest: number; pagesPerDay: number; pagesUsedToday: number };
 
 export async function processingBudget(em: EntityManager, ocr: Config['ocr'], accountId: string): Promise<ProcessingBudget> {
-  const [row] = await bound<{ request: number | null; daily: number | null; used: number }>(
-    em,
-    // Provider pages of the account's previews since UTC midnight (failed ones count the pages they used).
-    `select a.ocr_preview_max_pages as request, a.ocr_preview_daily_pages as daily,
-            (select coalesce(sum(p.pages), 0)::int from provider_preview p
-              where p.account_id = a.id and p.created_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC') as used
-       from account a where a.id = ?`,
-    [accountId],
-  );
+  const row = await budgetRow(em, accountId);
   return {
     creditsPerPage: ocr.creditsPerPage,
     pagesPerRequest: row?.request ?? ocr.previewMaxPages,

@@ -9,11 +9,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../errors.ts';
 import { deterministicUuid } from '../../ids.ts';
-import { bound, readLongBytes } from '../../db/sql.ts';
+import { readLongBytes } from '../../db/sql.ts';
 import { getBalance } from '../../metering/ledger.ts';
 import { reserve, settle } from '../../metering/reservations.ts';
 import { ExtractionError } from '../extract/index.ts';
-import { storedPages, storePages } from './pages.ts';
+import { jobForOcr, storedPages, storePages } from './repository.ts';
 import { verifiedPages, type TextProvider } from './provider.ts';
 
 /** Pages per provider call: each batch is one extraction task (within EXTRACTION_CPU_SECONDS) and one heartbeat of progress. */
@@ -28,11 +28,7 @@ export async function recogniseJobPages(
   input: { jobId: string; pages: number[] },
   progress: (pagesDone: number) => void,
 ): Promise<{ recognised: number }> {
-  const [job] = await bound<{ account_id: string; status: string; size: number | null }>(
-    em,
-    'select j.account_id, j.status, octet_length(b.bytes) as size from ingest_job j left join ingest_blob b on b.job_id = j.id where j.id = ?',
-    [input.jobId],
-  );
+  const job = await jobForOcr(em, input.jobId);
   if (!job || job.status !== 'queued') return { recognised: 0 };
   const done = new Set((await storedPages(em, input.jobId)).map((p) => p.page));
   const todo = input.pages.filter((p) => !done.has(p));

@@ -15,7 +15,6 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
-import { bound } from '../../db/sql.ts';
 import { lockBalance } from '../../metering/ledger.ts';
 import { quotaHeaders } from '../../metering/quotas.ts';
 import { creditHeaders, reserve, settle, type Reserved } from '../../metering/reservations.ts';
@@ -23,7 +22,7 @@ import { ExtractionError, type SupportedContentType } from '../extract/index.ts'
 import { PREVIEW_TEXT_LIMIT, type NeedsOcr, type Plan } from '../prepare.ts';
 import { processingBudget } from './budgets.ts';
 import { OCR_BATCH_PAGES } from './live.ts';
-import { storePages } from './pages.ts';
+import { expirePreviews, insertPreview, markPreview, storePages } from './repository.ts';
 import { verifiedPages, type PageText, type TextProvider } from './provider.ts';
 
 export type ProviderPreviewDeps = { em: EntityManager; provider: TextProvider; ocr: Config['ocr']; logger: Logger };
@@ -66,11 +65,9 @@ async function open(deps: ProviderPreviewDeps, accountId: string, bytes: Uint8Ar
       );
     }
     const reserved = await reserve(tx, { reservationId: id, accountId, metric: 'ingest', baseCost: 0, maxProviderCost: cost, consumeQuota: true });
-    await bound(tx, `insert into provider_preview (id, account_id, sha256, content_type, pages, status) values (?, ?, ?, ?, ?, 'running')`,
-      [id, accountId, createHash('sha256').update(bytes).digest('hex'), contentType, pages]);
+    await insertPreview(tx, { id, accountId, sha256: createHash('sha256').update(bytes).digest('hex'), contentType, pages });
     // Text of previews past their retention (any account's) is no longer reusable: it goes.
-    await bound(tx, `with gone as (update provider_preview set status = 'expired' where status = 'ready' and created_at < now() - ? * interval '1 millisecond'
-      returning id) delete from ocr_page where owner_id in (select id from gone)`, [deps.ocr.previewRetentionMs]);
+    await expirePreviews(tx, deps.ocr.previewRetentionMs);
     return reserved;
   });
 }
@@ -117,7 +114,7 @@ export async function providerBackedPreview(
   try {
     const settled = await deps.em.transactional(async (tx) => {
       await storePages(tx, { id: reserved.reservationId, accountId }, done, reserved.reservationId);
-      await bound(tx, `update provider_preview set status = 'ready' where id = ?`, [reserved.reservationId]);
+      await markPreview(tx, reserved.reservationId, 'ready');
       return settle(tx, reserved.reservationId, 'completed', done.length * rate);
     });
     return { plan, headers: { ...creditHeaders(settled.balance, settled.charged), ...quota } };
@@ -138,7 +135,7 @@ async function failed(deps: ProviderPreviewDeps, reserved: Reserved, quota: Reco
   let headers = { ...creditHeaders(reserved.balance, reserved.held), ...quota };
   try {
     const settled = await deps.em.transactional(async (tx) => {
-      await bound(tx, `update provider_preview set status = 'failed', pages = ? where id = ?`, [pagesDone, reserved.reservationId]);
+      await markPreview(tx, reserved.reservationId, 'failed', pagesDone);
       return settle(tx, reserved.reservationId, 'failed_after_retrieval', pagesDone * deps.provider.creditsPerPage);
     });
     headers = { ...creditHeaders(settled.balance, settled.charged), ...quota };

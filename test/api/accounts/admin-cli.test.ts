@@ -119,6 +119,14 @@ describe('admin account commands', () => {
     });
   });
 
+  it('limits set changes the OCR preview budgets of an account (pages), as /v1/access then reports them', async () => {
+    const run = await admin('limits', 'set', '--email', second.email, '--ocr-preview-max-pages', '3', '--ocr-preview-daily-pages', '30');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json).toEqual({ email: second.email, changed: { ocrPreviewMaxPages: 3, ocrPreviewDailyPages: 30 } });
+    const [row] = await sql.query('select ocr_preview_max_pages, ocr_preview_daily_pages from account where email_normalized = $1', [second.email.toLowerCase()]);
+    expect(row).toEqual({ ocr_preview_max_pages: 3, ocr_preview_daily_pages: 30 });
+  });
+
   it('a duplicate email (in any case) exits non-zero with account_exists and adds no row', async () => {
     const run = await admin('account', 'create', '--email', first.email.toUpperCase(), '--password', 'yet another long password');
     expect(run.code).not.toBe(0);

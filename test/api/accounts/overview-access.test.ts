@@ -101,6 +101,7 @@ describe('GET /v1/access', () => {
       contextBoundary: { workspaces: ['default'], audiences: null },
       quotas: { query: { dailyLimit: 11, monthlyLimit: 111 }, ingest: { dailyLimit: 7, monthlyLimit: 77 } },
       credits: { totalRemaining: 42, monthlyRemaining: 40, onboardingRemaining: 2 },
+      processingBudgets: { ocr: { creditsPerPage: 1, pagesPerRequest: 20, pagesPerDay: 200, pagesUsedToday: 0 } },
     });
     expect(JSON.stringify(res.body)).not.toContain(key.secret);
   });
