@@ -77,3 +77,21 @@ export async function ledgerSums(em: EntityManager, accountId: string) {
     from (select 1) one left join credit_balance b on b.account_id = ${accountId}`);
   return row;
 }
+
+export type LedgerRow = {
+  id: string; kind: string; amount: number; monthly_delta: number; onboarding_delta: number; monthly_after: number;
+  onboarding_after: number; metric: string | null; reason: string | null; created_at: Date; reservation_id: string | null;
+};
+
+/** The account's newest ledger rows, newest first. */
+export async function newestLedgerRows(tx: EntityManager, accountId: string, limit: number): Promise<LedgerRow[]> {
+  return bound<LedgerRow>(tx, sql`select id, kind, amount, monthly_delta, onboarding_delta, monthly_after, onboarding_after, metric, reason,
+      created_at, reservation_id
+    from credit_ledger where account_id = ${accountId} order by id desc limit ${limit}`);
+}
+
+/** Credits charged per UTC day since `from`. */
+export async function dailyCharges(tx: EntityManager, accountId: string, from: Date) {
+  return bound<{ day: string; charged: string }>(tx, sql`select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day, sum(amount) as charged
+    from credit_ledger where account_id = ${accountId} and kind = 'charge' and created_at >= ${from.toISOString()} group by 1`);
+}

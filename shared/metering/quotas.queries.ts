@@ -25,3 +25,9 @@ export async function countUnit(tx: EntityManager, accountId: string, metric: Me
     values (${accountId}, ${metric}, ${period}, ${periodStart}, 1)
     on conflict (account_id, metric, period, period_start) do update set used = quota_usage.used + 1`);
 }
+
+/** Units used per UTC day and metric since `fromDay` (YYYY-MM-DD). */
+export async function dailyUnits(tx: EntityManager, accountId: string, fromDay: string) {
+  return bound<{ day: string; metric: string; used: number }>(tx, sql`select to_char(period_start, 'YYYY-MM-DD') as day, metric, used
+    from quota_usage where account_id = ${accountId} and period = 'day' and period_start >= ${fromDay}`);
+}
