@@ -74,14 +74,14 @@ export const ocr: Benchmark = {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'cairn-ocr-'));
     const pool = createExtractionPool({ processes: 1, cpuSeconds: 3600, memoryMb: 2048, limits: { maxPdfPages: 2000, maxExpansion: 20, maxRecordsPerKb: 128 } });
     try {
-      const doc = await openPdf(pdf).promise;
-      const images: string[] = [];
-      for (let n = 1; n <= pages; n++) {
-        const file = path.join(dir, `page-${n}.pgm`);
-        await writeFile(file, greyPgm(await renderPage(doc, n)));
-        images.push(file);
-      }
-      await doc.destroy();
+      // The native side gets its pages the way the provider does (pdf.js at 300 dpi, grey PGM), timed in
+      // every round, so both sides go from a PDF page to its text.
+      const images = Array.from({ length: pages }, (_, i) => path.join(dir, `page-${i + 1}.pgm`));
+      const renderAll = async () => {
+        const doc = await openPdf(pdf).promise;
+        for (let n = 1; n <= pages; n++) await writeFile(images[n - 1]!, greyPgm(await renderPage(doc, n)));
+        await doc.destroy();
+      };
 
       let t = performance.now();
       await pool.ocr('bench', pdf, [1]);
@@ -102,6 +102,7 @@ export const ocr: Benchmark = {
       const numbers = Array.from({ length: pages }, (_, i) => i + 1);
       const oursRuns: number[] = [];
       const nativeRuns: number[] = [];
+      const renderRuns: number[] = [];
       const sameModelRuns: number[] = [];
       let ours: Awaited<ReturnType<typeof pool.ocr>> = [];
       let native: string[] = [];
@@ -110,6 +111,9 @@ export const ocr: Benchmark = {
         ours = await pool.ocr('bench', pdf, numbers);
         oursRuns.push((performance.now() - t) / 1000);
         t = performance.now();
+        await renderAll();
+        renderRuns.push((performance.now() - t) / 1000);
+        t = performance.now();
         native = await nativeOcr([]);
         nativeRuns.push((performance.now() - t) / 1000);
         t = performance.now();
@@ -117,7 +121,8 @@ export const ocr: Benchmark = {
         sameModelRuns.push((performance.now() - t) / 1000);
       }
       const oursSeconds = median(oursRuns);
-      const nativeSeconds = median(nativeRuns);
+      const nativeSeconds = median(nativeRuns.map((r, i) => r + renderRuns[i]!));
+      const nativeCliRate = round(pages / median(nativeRuns));
       const sameModelRate = round(pages / median(sameModelRuns));
 
       const accuracy = (got: string[]) => round((100 * got.reduce((s, g, i) => s + wordAccuracy(texts[i]!.join('\n'), g), 0)) / pages);
@@ -130,24 +135,25 @@ export const ocr: Benchmark = {
         settings: { pages, linesPerPage: LINES, dpi: 300, rounds: oursRuns.length, native: version, threads: 1 },
         metrics: [
           {
-            id: 'ocr.pagesPerSecond', label: 'Local OCR provider: pages per second (render + recognise)', value: oursRate, unit: 'pages/s',
-            baseline: { label: 'native tesseract CLI on the rendered pages', value: nativeRate, kind: 'baseline' }, ratio: round(oursRate / nativeRate),
+            id: 'ocr.pagesPerSecond', label: 'Local OCR provider: PDF pages to text per second (render + recognise)', value: oursRate, unit: 'pages/s',
+            baseline: { label: 'the same render + native tesseract CLI', value: nativeRate, kind: 'baseline' }, ratio: round(oursRate / nativeRate),
             target: { op: '>=', value: 0.7, text: '>= 0.7x native', of: 'ratio' },
           },
           { id: 'ocr.wordAccuracy', label: 'Local OCR provider: word accuracy', value: oursAccuracy, unit: '%', target: { op: '>=', value: 95, text: '>= 95%' } },
           { id: 'ocr.native.wordAccuracy', label: 'Native tesseract: word accuracy', value: nativeAccuracy, unit: '%' },
+          { id: 'ocr.native.cliAlone', label: 'Native tesseract CLI alone on the rendered pages: pages per second', value: nativeCliRate, unit: 'pages/s' },
           {
             id: 'ocr.native.sameModel', label: "Native tesseract with the provider's model (4.0.0_best_int): pages per second", value: sameModelRate, unit: 'pages/s',
-            baseline: { label: 'native tesseract, Debian model', value: nativeRate, kind: 'baseline' }, ratio: round(sameModelRate / nativeRate),
+            baseline: { label: 'native tesseract CLI alone, Debian model', value: nativeCliRate, kind: 'baseline' }, ratio: round(sameModelRate / nativeCliRate),
           },
           { id: 'ocr.startup', label: 'Local OCR provider: first page including start-up', value: round(startupSeconds), unit: 's' },
         ],
         notes: [
-          'The provider figure includes rendering each page from the PDF with pdf.js; the native CLI reads the already rendered pages, so the comparison favours native.',
+          'Both sides go from a PDF page to its text: the provider renders each page with pdf.js inside its extraction process; the native side gets the same render (pdf.js, 300 dpi, grey PGM, timed in every round) and then runs the CLI. The CLI alone on rendered pages is its own row.',
           'Both run on one core: tesseract.js recognises in one WebAssembly thread; the native CLI is limited with OMP_THREAD_LIMIT=1.',
           "Models differ: Debian's tesseract-ocr-eng is the smaller tessdata_fast network; @tesseract.js-data/eng ships only the integer 'best' networks, larger and slower. The native CLI with the provider's model separates the two causes: native code against WebAssembly on the same network.",
         ],
-        runs: { oursSeconds: oursRuns.map(round), nativeSeconds: nativeRuns.map(round), nativeSameModelSeconds: sameModelRuns.map(round), perPageAccuracy: ours.map((p, i) => round(100 * wordAccuracy(texts[i]!.join('\n'), p.text))) },
+        runs: { oursSeconds: oursRuns.map(round), renderSeconds: renderRuns.map(round), nativeCliSeconds: nativeRuns.map(round), nativeSameModelSeconds: sameModelRuns.map(round), perPageAccuracy: ours.map((p, i) => round(100 * wordAccuracy(texts[i]!.join('\n'), p.text))) },
       };
     } finally {
       await pool.close();
