@@ -7,9 +7,9 @@ import {
   completeDeletionJob,
   deleteSourceRecords,
   failJob,
-  recordAttempt,
   UnsupportedSourceError,
-} from '../shared/ingest/process.ts';
+} from '../shared/ingest/build.ts';
+import { recordAttempt } from '../shared/ingest/build.queries.ts';
 import { recogniseJobPages } from '../shared/ingest/ocr/live.ts';
 import { localOcrProvider } from '../shared/ingest/ocr/provider.ts';
 import { FetchRefusedError } from '../shared/ingest/safe-fetch.ts';

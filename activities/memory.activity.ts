@@ -1,6 +1,6 @@
 import { processBatch } from '../shared/memory/batch.ts';
 import type { ClaimDeriver } from '../shared/memory/deriver.ts';
-import { failEvents } from '../shared/memory/process.ts';
+import { failEvents } from '../shared/memory/event-steps.ts';
 import type { ActivityDeps } from './deps.ts';
 import { withHeartbeats } from './heartbeats.ts';
 

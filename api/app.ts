@@ -36,6 +36,7 @@ import { healthRoutes, type ReadinessCheck } from './routes/health/index.ts';
 import { INGEST_API, INGEST_CONSOLE, ingestJobRoutes } from './routes/ingest/jobs.ts';
 import { ingestSubmitRoutes } from './routes/ingest/submit.ts';
 import { queryRoutes } from './routes/query/index.ts';
+import { queryServices } from '../shared/query/run.ts';
 import { memoryClaimRoutes } from './routes/memory/claims.ts';
 import { MEMORY_API, MEMORY_CONSOLE } from './routes/memory/common.ts';
 import { memoryConversationRoutes } from './routes/memory/conversation.ts';
@@ -88,6 +89,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 512 },
     frameworkErrors,
   }).withTypeProvider<ZodTypeProvider>();
+  // What every query of this process shares (its caches), given to the query routes and the MCP tool.
+  const query = queryServices(deps.config, deps.searchIndex);
 
   // Routes declare zod schemas (the type provider); every one also refuses control characters.
   app.setValidatorCompiler((route) => validatorCompiler({ ...route, schema: withoutControlCharacters(route.schema as ZodType) }));
@@ -118,7 +121,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     await app.register(connectedAppRoutes);
     await app.register(consolePlugin);
-    await app.register(queryRoutes, { config: deps.config, searchIndex: deps.searchIndex });
+    await app.register(queryRoutes, { query });
     for (const mount of [MEMORY_API, MEMORY_CONSOLE]) {
       for (const routes of [memoryLabelRoutes, memoryConversationRoutes, memoryClaimRoutes, memoryEventRoutes]) {
         await app.register(routes, { ...mount, config: deps.config, searchIndex: deps.searchIndex, freeWork: deps.freeWork });
@@ -136,7 +139,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const options = {
       config: deps.config,
       tools: deps.mcpTools ?? MCP_TOOLS,
-      toolDeps: { config: deps.config, searchIndex: deps.searchIndex, freeWork: deps.freeWork },
+      toolDeps: { config: deps.config, searchIndex: deps.searchIndex, freeWork: deps.freeWork, query },
       rateLimiter: deps.rateLimiter,
       resolveOauthToken: deps.oauth.resolveToken,
       authServerMetadata: deps.oauth.metadata,

@@ -4,7 +4,7 @@ import { buildMcpApp } from '../api/mcp/app.ts';
 import { loadConfig, requireDatabaseUrl, requireTemporalAddress } from '../shared/config.ts';
 import { createOrm, migrate, pingDatabase } from '../shared/db/orm.ts';
 import { createLogger } from '../shared/logger.ts';
-import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
+import { exitWithSupervisor, onShutdown, runMain } from '../shared/entrypoint.ts';
 import { createRateLimiter } from '../shared/metering/rate-limit.ts';
 import { extractionPoolFor } from '../shared/ingest/extraction-pool.ts';
 import { createOauthServer } from '../shared/oauth/server.ts';

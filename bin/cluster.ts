@@ -17,7 +17,7 @@ import { loadConfig } from '../shared/config.ts';
 import { provideDatabase } from '../shared/local/infra.ts';
 import { assertPortFree } from '../shared/local/preflight.ts';
 import { createLogger } from '../shared/logger.ts';
-import { describeFailure, runMain, supervisorShutdown } from '../shared/process.ts';
+import { describeFailure, runMain, supervisorShutdown } from '../shared/entrypoint.ts';
 import { temporalServing } from '../shared/temporal/dev-server.ts';
 
 const say = (message: string) => process.stdout.write(`[cluster] ${message}\n`);

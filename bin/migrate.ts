@@ -2,7 +2,7 @@
 import { loadConfig } from '../shared/config.ts';
 import { createOrm, migrate } from '../shared/db/orm.ts';
 import { provideDatabase } from '../shared/local/infra.ts';
-import { runMain } from '../shared/process.ts';
+import { runMain } from '../shared/entrypoint.ts';
 
 runMain(async () => {
   const config = loadConfig();

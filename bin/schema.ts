@@ -5,7 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import { loadConfig } from '../shared/config.ts';
 import { dumpFreshSchema } from '../shared/db/schema-dump.ts';
 import { provideDatabase } from '../shared/local/infra.ts';
-import { runMain } from '../shared/process.ts';
+import { runMain } from '../shared/entrypoint.ts';
 
 runMain(async () => {
   const server = await provideDatabase(loadConfig(), { log: (m) => process.stderr.write(`${m}\n`), reuseRunning: true });

@@ -8,7 +8,7 @@ import { createLocalAccountIfEmpty } from '../shared/auth/accounts.ts';
 import { createOrm, migrate } from '../shared/db/orm.ts';
 import { provideDatabase, provideTemporal, writeLocalCredentials } from '../shared/local/infra.ts';
 import { assertDataDirFree, assertPortFree } from '../shared/local/preflight.ts';
-import { describeFailure, runMain, supervisorShutdown } from '../shared/process.ts';
+import { describeFailure, runMain, supervisorShutdown } from '../shared/entrypoint.ts';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
 
 const say = (message: string) => process.stdout.write(`[cairn] ${message}\n`);

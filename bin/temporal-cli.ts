@@ -1,6 +1,6 @@
 // `npm run temporal:cli`: finds or builds the Temporal CLI and prints its path.
 import { loadConfig } from '../shared/config.ts';
-import { runMain } from '../shared/process.ts';
+import { runMain } from '../shared/entrypoint.ts';
 import { resolveTemporalCli } from '../shared/temporal/cli.ts';
 
 runMain(async () => {

@@ -1,15 +1,31 @@
 // Production entrypoint: Temporal workers on the workload queues derived from TEMPORAL_TASK_QUEUE
 // (memory, ingest, maintenance), each with its own slots. Run as many processes as needed.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadConfig, requireDatabaseUrl, requireTemporalAddress } from '../shared/config.ts';
-import { createOrm } from '../shared/db/orm.ts';
-import { createLogger } from '../shared/logger.ts';
-import { exitWithSupervisor, onShutdown, runMain } from '../shared/process.ts';
+import { loadConfig, requireDatabaseUrl, requireTemporalAddress, type Config } from '../shared/config.ts';
+import { createOrm, type Orm } from '../shared/db/orm.ts';
+import { createLogger, type Logger } from '../shared/logger.ts';
+import { exitWithSupervisor, onShutdown, runMain } from '../shared/entrypoint.ts';
 import { createWorkerMetrics, serveMetrics } from '../shared/ops/metrics.ts';
 import { lowerOwnPriority } from '../shared/ops/priority.ts';
-import { bundleWorkflows, createWorker, type CairnWorker } from '../shared/temporal/worker.ts';
-import { extractionPoolFor } from '../shared/ingest/extraction-pool.ts';
-import { taskQueuesFor } from '../shared/temporal/workflows.ts';
+import { createActivities } from '../activities/index.ts';
+import { extractionPoolFor, type ExtractionPool } from '../shared/ingest/extraction-pool.ts';
+import { startMemoryDispatcher } from '../shared/memory/dispatcher.ts';
+import { createEmbedder } from '../shared/retrieval/embeddings.ts';
+import { taskQueuesFor, workflowStarts } from '../shared/temporal/starts.ts';
+import { bundleWorkflows, createWorker, workerIdentity, type CairnWorker } from '../shared/temporal/worker.ts';
+
+/** Every activity, bound to this process's dependencies (built once: they outlive reconnects). */
+function activitiesOf(config: Config, deps: { orm: Orm; logger: Logger; extraction: ExtractionPool; identity: string }) {
+  return createActivities({
+    orm: deps.orm,
+    logger: deps.logger.child({ component: 'activities' }),
+    workerIdentity: deps.identity,
+    ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs, ocrCreditsPerPage: config.ocr.creditsPerPage },
+    extraction: deps.extraction,
+    memoryDeriver: config.memory.deriver,
+    embedder: config.embeddings ? createEmbedder(config.embeddings) : null,
+  });
+}
 
 runMain(async () => {
   const config = loadConfig();
@@ -22,6 +38,8 @@ runMain(async () => {
   const metrics = createWorkerMetrics();
   // Extraction processes for the builds; created once, they outlive reconnects to Temporal.
   const extraction = extractionPoolFor(config, logger.child({ component: 'extraction' }));
+  const identity = workerIdentity();
+  const activities = activitiesOf(config, { orm, logger, extraction, identity });
   // Bundled once: a reconnect below must not pay for webpack again.
   const workflowBundle = await bundleWorkflows(logger);
   // Metrics are an aid, not a dependency: a taken port (several workers on one host) is logged, not fatal.
@@ -38,7 +56,7 @@ runMain(async () => {
   onShutdown(async (signal) => {
     logger.info({ signal }, 'worker shutting down');
     stopping = true;
-    await current?.dispatcher.stop();
+    await current?.background.stop();
     metricsServer?.close();
     current?.shutdown();
     await running;
@@ -53,19 +71,18 @@ runMain(async () => {
     while (!stopping) {
       try {
         current = await createWorker({
-          orm,
           logger,
+          identity,
+          activities,
+          // Every worker dispatches memory events (writes only queue them): one batch workflow per claim.
+          background: (client) => startMemoryDispatcher({ orm, batches: workflowStarts(client, config.temporal.taskQueue).memoryBatches, logger }),
           temporalAddress: requireTemporalAddress(config),
           namespace: config.temporal.namespace,
           taskQueue: config.temporal.taskQueue,
-          ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs, ocrCreditsPerPage: config.ocr.creditsPerPage },
-          memoryDeriver: config.memory.deriver,
-          embeddings: config.embeddings,
           metrics,
           workflowBundle,
           settlementGraceMs: config.metering.settlementGraceMs,
           slots: config.worker.slots,
-          extraction,
         });
         if (stopping) break;
         logger.info({ identity: current.identity, taskQueues: taskQueuesFor(config.temporal.taskQueue), slots: config.worker.slots }, 'worker started');
@@ -79,7 +96,7 @@ runMain(async () => {
         await sleep(backoffMs);
         backoffMs = Math.min(backoffMs * 2, 30_000);
       } finally {
-        await current?.dispatcher.stop();
+        await current?.background.stop();
         // The connection may already be broken; closing it is best effort.
         await current?.connection.close().catch((err: unknown) => logger.debug({ err }, 'closing the old Temporal connection failed'));
         current = undefined;

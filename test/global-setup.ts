@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { scratchPostgres, scratchTemporal } from '../shared/local/ephemeral.ts';
+import { scratchPostgres, scratchTemporal } from './helpers/ephemeral.ts';
 import { createLogger } from '../shared/logger.ts';
 import { bundleWorkflows } from '../shared/temporal/worker.ts';
 import { ensureConsoleBuilt } from '../api/console/build.ts';

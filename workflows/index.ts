@@ -4,4 +4,4 @@ export { selfCheckWorkflow } from './self-check.workflow.ts';
 export { accountDeletionWorkflow } from './account-deletion.workflow.ts';
 export { creditSettlementSweeperWorkflow } from './credit-settlement.workflow.ts';
 export { ingestWorkflow, sourceDeletionWorkflow } from './ingest.workflow.ts';
-export { memoryBatchWorkflow } from './memory-event.workflow.ts';
+export { memoryBatchWorkflow } from './memory-batch.workflow.ts';

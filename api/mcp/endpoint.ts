@@ -138,7 +138,7 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
     // Product requests share the account-wide window (spec 5 rule 5), counted once the request is valid.
     if (opts.rateLimiter) await opts.rateLimiter.consume(principal.accountId);
 
-    const server = createMcpServer(opts.tools, { principal, em: request.em, deps: opts.toolDeps, log: request.log }, opts.version);
+    const server = createMcpServer(opts.tools, { principal, em: request.em, deps: opts.toolDeps, log: request.log, requestId: request.id }, opts.version);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     transport.onerror = (err) => request.log.debug({ err }, 'MCP transport refused a message');
     try {

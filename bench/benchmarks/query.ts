@@ -7,7 +7,7 @@ import type { Orm } from '../../shared/db/orm.ts';
 import { bound } from '../../shared/db/sql.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { inProcessExtraction } from '../../shared/ingest/extraction-pool.ts';
-import { buildSourceRecords } from '../../shared/ingest/process.ts';
+import { buildSourceRecords } from '../../shared/ingest/build.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';
 import { EVIDENCE_LIMIT, retrieve } from '../../shared/retrieval/retrieve.ts';
 import type { Strategy } from '../../shared/retrieval/ranking.ts';

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { ensureDatabase } from '../../shared/db/embedded.ts';
 import { createOrm, migrate, type Orm } from '../../shared/db/orm.ts';
-import { scratchPostgres, scratchTemporal } from '../../shared/local/ephemeral.ts';
+import { scratchPostgres, scratchTemporal } from '../../test/helpers/ephemeral.ts';
 import type { Logger } from '../../shared/logger.ts';
 
 // The infrastructure a benchmark run needs, provided the way the test global setup does it:

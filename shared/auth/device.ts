@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { approvePending, deleteExpiredDevices, lockDevice, markConsumed, markPolled, revokeCliSession } from './device.queries.ts';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Config } from '../config.ts';
 import { Account, CliDeviceAuthorization, CliSession } from '../db/entities/index.ts';
@@ -16,7 +17,7 @@ export async function createDeviceAuthorization(
   clientName: string | undefined,
 ) {
   // Housekeeping: codes a day past expiry are of no use to anyone.
-  await em.getConnection().execute(`delete from cli_device_authorization where expires_at < now() - interval '1 day'`);
+  await deleteExpiredDevices(em);
   const deviceCode = newSecret();
   const now = new Date();
   for (let attempt = 0; ; attempt++) {
@@ -47,13 +48,7 @@ export async function createDeviceAuthorization(
 
 export async function approveDevice(em: EntityManager, accountId: string, userCodeInput: string) {
   const userCode = normalizeUserCode(userCodeInput);
-  const rows = await em.getConnection().execute<{ id: string; expires_at: Date }[]>(
-    `update cli_device_authorization set status = 'approved', account_id = ?, approved_at = now()
-      where user_code = ? and status = 'pending' and expires_at > now()
-      returning id, expires_at`,
-    [accountId, userCode],
-  );
-  const row = rows[0];
+  const row = await approvePending(em, accountId, userCode);
   if (!row) {
     throw new AppError(404, 'not_found', 'No pending sign-in request has this code. It may have expired; start again from the CLI.');
   }
@@ -75,16 +70,7 @@ export async function pollDeviceToken(
   deviceCode: string,
 ): Promise<TokenPollResult> {
   return em.transactional(async (tx) => {
-    const [row] = await tx.getConnection().execute<{
-      id: string; status: string; account_id: string | null; client_name: string | null;
-      expires_at: Date; last_polled_at: Date | null; interval_seconds: number;
-    }[]>(
-      `select id, status, account_id, client_name, expires_at, last_polled_at, interval_seconds
-         from cli_device_authorization where device_code_hash = ? for update`,
-      [digest(deviceCode)],
-      'all',
-      tx.getTransactionContext(),
-    );
+    const row = await lockDevice(tx, digest(deviceCode));
     if (!row) throw new AppError(400, 'invalid_device_code', 'This device code is not known.');
     if (row.status === 'consumed') {
       throw new AppError(400, 'device_code_used', 'This device code was already exchanged for a session; sign in again.');
@@ -93,12 +79,10 @@ export async function pollDeviceToken(
     if (expiresAt.getTime() <= Date.now()) {
       throw new AppError(400, 'device_code_expired', 'This device code has expired; sign in again.');
     }
-    const conn = tx.getConnection();
-    const ctx = tx.getTransactionContext();
     if (row.status === 'pending') {
       const last = row.last_polled_at ? new Date(row.last_polled_at).getTime() : 0;
       const tooSoon = last > 0 && Date.now() - last < row.interval_seconds * 1000;
-      await conn.execute('update cli_device_authorization set last_polled_at = now() where id = ?', [row.id], 'run', ctx);
+      await markPolled(tx, row.id);
       if (tooSoon) {
         throw new AppError(429, 'slow_down', `Polling too fast: wait ${row.interval_seconds} seconds between polls.`, {
           'retry-after': String(Math.max(1, row.interval_seconds)),
@@ -120,16 +104,11 @@ export async function pollDeviceToken(
       lastUsedAt: null,
       revokedAt: null,
     });
-    await conn.execute(
-      `update cli_device_authorization set status = 'consumed', consumed_at = now(), last_polled_at = now() where id = ?`,
-      [row.id],
-      'run',
-      ctx,
-    );
+    await markConsumed(tx, row.id);
     return { status: 'issued', token, session, account };
   });
 }
 
 export async function endCliSession(em: EntityManager, sessionId: string): Promise<void> {
-  await em.getConnection().execute('update cli_session set revoked_at = now() where id = ? and revoked_at is null', [sessionId]);
+  await revokeCliSession(em, sessionId);
 }

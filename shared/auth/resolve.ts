@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import { SCOPES, type Preset, type Scope } from '../contracts/account.ts';
 import type { AccountState } from '../db/entities/index.ts';
-import { prepared } from '../db/sql.ts';
+import { bound, prepared } from '../db/sql.ts';
 import type { CredentialKind, Principal } from './principal.ts';
 import { API_KEY_PREFIX, CLI_TOKEN_PREFIX, digest } from './tokens.ts';
 
@@ -71,7 +71,7 @@ async function resolve(
   if (!row) return null;
   if (!row.last_used || Date.now() - new Date(row.last_used).getTime() > TOUCH_AFTER_MS) {
     // Fire-and-forget: a last-used timestamp must never slow down or fail the request it describes.
-    em.getConnection().execute(lookup.touch, [row.id]).catch(onError);
+    bound(em, lookup.touch, [row.id]).catch(onError);
   }
   return {
     kind: lookup.kind,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { bound, changed } from '../db/sql.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import { Account, BrowserSession } from '../db/entities/index.ts';
@@ -63,10 +64,7 @@ export async function login(
 
 /** Ends the session the token belongs to. Returns whether there was a live session. */
 export async function endBrowserSession(em: EntityManager, token: string): Promise<boolean> {
-  const res = await em
-    .getConnection()
-    .execute('update browser_session set ended_at = now() where token_hash = ? and ended_at is null', [digest(token)], 'run');
-  return (res as { affectedRows?: number }).affectedRows! > 0;
+  return (await changed(em, 'update browser_session set ended_at = now() where token_hash = ? and ended_at is null', [digest(token)])) > 0;
 }
 
 
@@ -100,16 +98,12 @@ export async function changePassword(
   if (input.newPassword === input.currentPassword) throw validationError('newPassword: choose a password other than the current one.');
   const hash = await hashPassword(input.newPassword);
   return em.transactional(async (tx) => {
-    const conn = tx.getConnection();
-    await conn.execute('update account set password_hash = ? where id = ?', [hash, account.id]);
-    const browser = await conn.execute(
+    await bound(tx, 'update account set password_hash = ? where id = ?', [hash, account.id]);
+    const browserSessionsEnded = await changed(tx,
       'update browser_session set ended_at = now() where account_id = ? and id <> ? and ended_at is null',
-      [account.id, input.keepSessionId], 'run',
+      [account.id, input.keepSessionId],
     );
-    const cli = await conn.execute('update cli_session set revoked_at = now() where account_id = ? and revoked_at is null', [account.id], 'run');
-    return {
-      browserSessionsEnded: (browser as { affectedRows?: number }).affectedRows ?? 0,
-      cliSessionsEnded: (cli as { affectedRows?: number }).affectedRows ?? 0,
-    };
+    const cliSessionsEnded = await changed(tx, 'update cli_session set revoked_at = now() where account_id = ? and revoked_at is null', [account.id]);
+    return { browserSessionsEnded, cliSessionsEnded };
   });
 }

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound } from '../db/sql.ts';
 import { AppError } from '../errors.ts';
+import { clearThrottle, extendWait, lockThrottleKey, setThrottle, takeBackAttempt } from './throttle.queries.ts';
 
 /**
  * A throttled key (one account and client address pair, or one client address): `free` failures pass
@@ -8,8 +8,6 @@ import { AppError } from '../errors.ts';
  * try again.
  */
 export type ThrottleRule = { key: string; free: number; wait(excess: number): number };
-
-type Row = { failures: number; blocked_until: Date; now: Date };
 
 /**
  * Counts one sign-in attempt against every rule before the password is checked, in one transaction
@@ -23,8 +21,7 @@ export async function claimAttempt(em: EntityManager, rules: ThrottleRule[], qui
   const waits = new Map<string, number>();
   await em.transactional(async (tx) => {
     for (const rule of [...rules].sort((a, b) => a.key.localeCompare(b.key))) {
-      await bound(tx, 'insert into auth_throttle (key, failures, blocked_until) values (?, 0, now()) on conflict (key) do nothing', [rule.key]);
-      const [row] = await bound<Row>(tx, 'select failures, blocked_until, now() as now from auth_throttle where key = ? for update', [rule.key]);
+      const row = await lockThrottleKey(tx, rule.key);
       const now = new Date(row!.now).getTime();
       const blockedUntil = new Date(row!.blocked_until).getTime();
       if (blockedUntil > now) {
@@ -34,9 +31,7 @@ export async function claimAttempt(em: EntityManager, rules: ThrottleRule[], qui
       }
       const failures = (now - blockedUntil > quietMs ? 0 : row!.failures) + 1;
       const wait = failures >= rule.free ? rule.wait(failures - rule.free + 1) : 0;
-      await bound(tx, "update auth_throttle set failures = ?, blocked_until = now() + ? * interval '1 millisecond' where key = ?", [
-        failures, wait, rule.key,
-      ]);
+      await setThrottle(tx, rule.key, failures, wait);
       waits.set(rule.key, wait);
     }
   });
@@ -47,7 +42,7 @@ export async function claimAttempt(em: EntityManager, rules: ThrottleRule[], qui
 export async function failedAttempt(em: EntityManager, waits: Map<string, number>): Promise<void> {
   for (const [key, wait] of waits) {
     if (wait > 0) {
-      await bound(em, "update auth_throttle set blocked_until = greatest(blocked_until, now() + ? * interval '1 millisecond') where key = ?", [wait, key]);
+      await extendWait(em, key, wait);
     }
   }
 }
@@ -58,15 +53,7 @@ export async function failedAttempt(em: EntityManager, waits: Map<string, number
  */
 export async function releaseAttempt(em: EntityManager, rules: ThrottleRule[], clear: string[]): Promise<void> {
   await em.transactional(async (tx) => {
-    await bound(tx, 'delete from auth_throttle where key = any(?::text[])', [clear]);
-    for (const rule of rules.filter((r) => !clear.includes(r.key))) {
-      await bound(
-        tx,
-        `update auth_throttle set failures = greatest(failures - 1, 0),
-            blocked_until = case when failures - 1 < ? then least(blocked_until, now()) else blocked_until end
-          where key = ?`,
-        [rule.free, rule.key],
-      );
-    }
+    await clearThrottle(tx, clear);
+    for (const rule of rules.filter((r) => !clear.includes(r.key))) await takeBackAttempt(tx, rule.key, rule.free);
   });
 }

@@ -1,4 +1,5 @@
-import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { sha256Hex } from '../hash.ts';
 
 /** Recognisable prefixes: a leaked secret is easy to identify and route to the right lookup. */
 export const API_KEY_PREFIX = 'cairn_sk_';
@@ -14,7 +15,7 @@ export function newSecret(prefix = ''): string {
  * 256 bits of entropy, and a deterministic digest allows an indexed lookup well under a millisecond.
  */
 export function digest(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  return sha256Hex(token);
 }
 
 export function safeEqual(a: string, b: string): boolean {

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
-import { ActionableError } from '../process.ts';
+import { ActionableError } from '../entrypoint.ts';
 import type { Logger } from '../logger.ts';
 import { goBinary, goInstall, isExecutable } from '../temporal/cli.ts';
 import { DYNAMIC_CONFIG_FILE } from '../temporal/dev-server.ts';

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import pg from 'pg';
+import { dedicatedConnection } from './connections.ts';
 import { assertDataDirFree, assertEmbeddedUserCanEnter } from '../local/preflight.ts';
 
 // Every hook async-exit-hook installs at import: on the signals it stops PostgreSQL and exits, racing
@@ -107,7 +107,7 @@ export async function ensureDatabase(url: string): Promise<void> {
   const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
   const admin = new URL(url);
   admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
+  const client = dedicatedConnection(admin.toString());
   await client.connect();
   try {
     const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);

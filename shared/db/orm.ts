@@ -1,8 +1,9 @@
 import { MikroORM, PostgreSqlDriver, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
-import pg from 'pg';
+import { dedicatedConnection } from './connections.ts';
 import { entities } from './entities/index.ts';
 import { migrationsList } from './migrations/index.ts';
+import { bound } from './sql.ts';
 import type { Logger } from '../logger.ts';
 
 export type Orm = MikroORM;
@@ -52,7 +53,7 @@ const MIGRATION_LOCK_KEY = 727_246_001;
  * commands), so the run is serialised with a PostgreSQL advisory lock held on its own connection.
  */
 export async function migrate(orm: Orm): Promise<string[]> {
-  const lock = new pg.Client({ connectionString: orm.config.get('clientUrl') });
+  const lock = dedicatedConnection(orm.config.get('clientUrl')!);
   await lock.connect();
   try {
     await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
@@ -64,5 +65,5 @@ export async function migrate(orm: Orm): Promise<string[]> {
 }
 
 export async function pingDatabase(orm: Orm): Promise<void> {
-  await orm.em.getConnection().execute('select 1');
+  await bound(orm.em.fork(), 'select 1', []);
 }

@@ -1,20 +1,75 @@
-import { createHash } from 'node:crypto';
 import type { EntityManager, PostgreSqlConnection } from '@mikro-orm/postgresql';
 import { CompiledQuery } from 'kysely';
+import { sha256Hex } from '../hash.ts';
+
+// Every SQL statement of the product goes through this file (docs/decisions/0002-data-access.md):
+// `bound` (real bind parameters, inside the EntityManager's transaction when it has one) or `prepared`
+// (a named prepared statement for hot texts). A statement is a text with `?` placeholders and its
+// parameters in order, or a `Sql` made by the `sql` tag, which keeps each value beside its placeholder.
+
+/**
+ * A piece of SQL with its parameters in order. Made by the `sql` tag: a value interpolated into the
+ * template becomes a `?` placeholder and a parameter, a `Sql` interpolated is spliced in with its own
+ * parameters, so a statement assembled from parts cannot get its parameters out of order.
+ */
+export class Sql {
+  readonly text: string;
+  readonly params: unknown[];
+  constructor(text: string, params: unknown[]) {
+    this.text = text;
+    this.params = params;
+  }
+}
+
+export function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {
+  let text = strings[0]!;
+  const params: unknown[] = [];
+  values.forEach((v, i) => {
+    if (v instanceof Sql) {
+      text += v.text;
+      params.push(...v.params);
+    } else {
+      text += '?';
+      params.push(v);
+    }
+    text += strings[i + 1]!;
+  });
+  return new Sql(text, params);
+}
+
+/** SQL text built from code (a column list, an identifier), never from input. */
+sql.raw = (text: string): Sql => new Sql(text, []);
+/** Parts (values become placeholders) joined by `separator`. */
+sql.join = (parts: readonly unknown[], separator = ', '): Sql =>
+  parts.reduce<Sql>((acc, p, i) => (i === 0 ? sql`${p}` : sql`${acc}${sql.raw(separator)}${p}`), sql.raw(''));
+sql.empty = new Sql('', []);
+
+type Statement = [sql: string, params: unknown[]] | [statement: Sql];
+const parts = (args: Statement): [string, unknown[]] => (args[0] instanceof Sql ? [args[0].text, args[0].params] : [args[0], args[1]!]);
 
 /**
  * Runs SQL with real bind parameters ($1, $2, ...) on the EntityManager's connection, inside its
  * transaction when it has one. MikroORM's `execute` formats parameters into the SQL text, which for
  * large values (a 50 MB upload, a document's text, a batch of records) costs many times their size in
- * memory and seconds of escaping; those statements go through here. `?` placeholders are numbered in
- * order, so the SQL must not contain a literal `?`.
+ * memory and seconds of escaping; every statement goes through here instead. `?` placeholders are
+ * numbered in order, so the SQL must not contain a literal `?`.
  */
-export async function bound<T = Record<string, unknown>>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
-  const text = numbered(sql, params);
-  const ctx = em.getTransactionContext<{ executeQuery: (q: CompiledQuery) => Promise<{ rows: unknown[] }> }>();
-  const client = ctx ?? (em.getConnection().getClient() as unknown as { executeQuery: (q: CompiledQuery) => Promise<{ rows: unknown[] }> });
-  const res = await client.executeQuery(CompiledQuery.raw(text, params));
-  return res.rows as T[];
+export async function bound<T = Record<string, unknown>>(em: EntityManager, ...statement: Statement): Promise<T[]> {
+  return (await run(em, statement)).rows as T[];
+}
+
+/** `bound` for an insert, update or delete without `returning`: how many rows it changed. */
+export async function changed(em: EntityManager, ...statement: Statement): Promise<number> {
+  return Number((await run(em, statement)).numAffectedRows ?? 0);
+}
+
+type Executor = { executeQuery: (q: CompiledQuery) => Promise<{ rows: unknown[]; numAffectedRows?: bigint }> };
+
+async function run(em: EntityManager, statement: Statement) {
+  const [sqlText, params] = parts(statement);
+  const text = numbered(sqlText, params);
+  const client = em.getTransactionContext<Executor>() ?? (em.getConnection().getClient() as unknown as Executor);
+  return client.executeQuery(CompiledQuery.raw(text, params));
 }
 
 function numbered(sql: string, params: unknown[]): string {
@@ -22,6 +77,11 @@ function numbered(sql: string, params: unknown[]): string {
   const text = sql.replace(/\?/g, () => `$${++n}`);
   if (n !== params.length) throw new Error(`bound(): ${n} placeholders but ${params.length} parameters`);
   return text;
+}
+
+/** `audienceCondition` as a `Sql` piece, for statements built with the `sql` tag. */
+export function inAudiences(column: string, audiences: readonly string[] | null): Sql {
+  return audiences ? sql` and ${sql.raw(column)} = any(${[...audiences]}::text[])` : sql.empty;
 }
 
 /**
@@ -41,12 +101,13 @@ const preparedNames = new Map<string, string>();
  * transaction it is an ordinary `bound` call. Only for texts built from code, never from input: each
  * distinct text is one prepared statement per connection.
  */
-export async function prepared<T = Record<string, unknown>>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
-  if (em.getTransactionContext()) return bound<T>(em, sql, params);
-  const text = numbered(sql, params);
+export async function prepared<T = Record<string, unknown>>(em: EntityManager, ...statement: Statement): Promise<T[]> {
+  const [sqlText, params] = parts(statement);
+  if (em.getTransactionContext()) return bound<T>(em, sqlText, params);
+  const text = numbered(sqlText, params);
   let name = preparedNames.get(text);
   if (!name) {
-    name = `cairn_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    name = `cairn_${sha256Hex(text).slice(0, 24)}`;
     preparedNames.set(text, name);
   }
   const pool = await (em.getConnection() as unknown as PostgreSqlConnection).getNativeClient();

@@ -1,10 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Reach } from '../auth/principal.ts';
-import { IngestJob } from '../db/entities/index.ts';
+import { findJob, listJobsAfter, type Job } from './jobs.queries.ts';
 import { notFound, validationError } from '../errors.ts';
 
 /** The public shape of a job: no provider, ledger or internal details. */
-export function publicJob(j: IngestJob) {
+export function publicJob(j: Job) {
   return {
     id: j.id,
     kind: j.kind,
@@ -22,7 +22,7 @@ export function publicJob(j: IngestJob) {
 }
 
 // Opaque keyset cursor: the (createdAt, id) of the last job returned.
-const encodeCursor = (j: IngestJob) => Buffer.from(`${j.createdAt.toISOString()}|${j.id}`).toString('base64url');
+const encodeCursor = (j: Job) => Buffer.from(`${j.createdAt.toISOString()}|${j.id}`).toString('base64url');
 
 function decodeCursor(cursor: string): { createdAt: Date; id: string } {
   const [at, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
@@ -33,24 +33,9 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
   return { createdAt, id };
 }
 
-/** The jobs of the account a credential reaches: an audience-limited key sees its audiences' jobs only. */
-const reachFilter = (reach: Reach) => ({
-  accountId: reach.accountId,
-  ...(reach.audiences ? { audience: { $in: [...reach.audiences] } } : {}),
-});
-
 export async function listJobs(em: EntityManager, reach: Reach, page: { limit: number; cursor?: string }) {
   const after = page.cursor ? decodeCursor(page.cursor) : undefined;
-  const jobs = await em.find(
-    IngestJob,
-    after
-      ? {
-          ...reachFilter(reach),
-          $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }],
-        }
-      : reachFilter(reach),
-    { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], limit: page.limit + 1 },
-  );
+  const jobs = await listJobsAfter(em, reach, after, page.limit + 1);
   const hasMore = jobs.length > page.limit;
   const pageJobs = jobs.slice(0, page.limit);
   return {
@@ -65,8 +50,8 @@ export async function listJobs(em: EntityManager, reach: Reach, page: { limit: n
 }
 
 /** Another account's job, or one outside the key's audiences, is indistinguishable from a missing one. */
-export async function getJob(em: EntityManager, reach: Reach, jobId: string): Promise<IngestJob> {
-  const job = await em.findOne(IngestJob, { id: jobId, ...reachFilter(reach) });
+export async function getJob(em: EntityManager, reach: Reach, jobId: string): Promise<Job> {
+  const job = await findJob(em, jobId, reach);
   if (!job) throw notFound('No ingest job with this id.');
   return job;
 }

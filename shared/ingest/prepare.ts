@@ -16,7 +16,8 @@ import {
 } from './extract/index.ts';
 import { lexiconWords } from './lexicon.ts';
 import { decideQuarantine, type QuarantineDecision } from './quarantine.ts';
-import { buildRecords, contentHash } from './records.ts';
+import { contentHash } from '../hash.ts';
+import { buildRecords } from './records.ts';
 
 /** Above about 384 KB of text a dry run previews document structure only (spec section 8). */
 export const PREVIEW_TEXT_LIMIT = 384_000;

@@ -4,7 +4,6 @@
  * and hyperlinks to other documents). Every record's text is exactly doc.text.slice(start, end), and
  * the same document always gives the same records in the same order.
  */
-import { createHash, hash } from 'node:crypto';
 import type { ExtractedDocument, Section } from './extract/index.ts';
 import { entitySpans, sentenceSpans, trimSpan, type EntitySpan, type Span } from './extract/sentences.ts';
 
@@ -44,41 +43,6 @@ export const DEFAULT_MAX_LINKS = 20_000;
 const DEFAULT_MAX_EXCERPT = 1200;
 const MAX_ENTITIES_PER_SENTENCE = 8;
 const MAX_SENTENCE_FOR_ENTITIES = 1000;
-
-const HASH_PIECE_CHARS = 1 << 20;
-
-/**
- * sha256 (hex) of the text with whitespace collapsed and trimmed (and Unicode NFC), for deduplication.
- * Long texts are hashed in pieces cut before a whitespace character (nothing composes across one), so
- * a 50 MB document does not need several full-size normalized copies at once; the digest is the same.
- */
-export function contentHash(text: string, pieceChars = HASH_PIECE_CHARS): string {
-  // One piece (every record): the same digest in one call, with the cheaper one-shot hash().
-  if (text.length <= pieceChars) return hash('sha256', text.normalize('NFC').replace(/\s+/g, ' ').trim(), 'hex');
-  const h = createHash('sha256');
-  let started = false;
-  let pendingSpace = false;
-  for (let from = 0; from < text.length; ) {
-    let to = Math.min(text.length, from + pieceChars);
-    while (to < text.length && to > from && !/\s/.test(text[to]!)) to++;
-    let body = text.slice(from, to).normalize('NFC').replace(/\s+/g, ' ');
-    from = to;
-    if (body.startsWith(' ')) {
-      pendingSpace = true;
-      body = body.slice(1);
-    }
-    const trailing = body.endsWith(' ');
-    if (trailing) body = body.slice(0, -1);
-    if (body) {
-      if (started && pendingSpace) h.update(' ');
-      h.update(body);
-      started = true;
-      pendingSpace = false;
-    }
-    if (trailing) pendingSpace = true;
-  }
-  return h.digest('hex');
-}
 
 /** Sections sorted, clipped and gap-free, so that every character belongs to exactly one. */
 function partition(doc: ExtractedDocument): Section[] {

@@ -1,13 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
 import type { Reach } from '../auth/principal.ts';
-import { IngestJob } from '../db/entities/index.ts';
-import { audienceCondition, bound } from '../db/sql.ts';
 import { notFound } from '../errors.ts';
-import { q } from '../metering/ledger.ts';
-import { startSourceDeletion } from '../temporal/workflows.ts';
 import { publicJob } from './jobs.ts';
+import { findJob, insertDeletionJob, liveDeletionJob, recentJobs, type Job } from './jobs.queries.ts';
+import { activeRecordTotal, activeSources, lockSourceInReach } from './sources.queries.ts';
 
 /**
  * Starts the deletion of a source (its id is the id of the ingest job that created it). A second
@@ -17,61 +14,33 @@ import { publicJob } from './jobs.ts';
  */
 export async function requestSourceDeletion(
   em: EntityManager,
-  temporal: Client,
-  taskQueue: string,
+  /** Starts (or joins) the deletion job's workflow (shared/temporal/starts.ts). */
+  startDeletion: (job: { id: string; accountId: string }) => Promise<unknown>,
   reach: Reach,
   sourceId: string,
-): Promise<{ job: IngestJob; created: boolean }> {
+): Promise<{ job: Job; created: boolean }> {
   const accountId = reach.accountId;
   const result = await em.transactional(async (tx) => {
-    const inReach = audienceCondition('audience', reach.audiences);
-    const [source] = await bound<{ id: string; audience: string | null }>(
-      tx,
-      `select id, audience from source where id = ? and account_id = ?${inReach.sql} for update`,
-      [sourceId, accountId, ...inReach.params],
-    );
+    const source = await lockSourceInReach(tx, reach, sourceId);
     if (!source) throw notFound('No source with this id.');
-    const [existing] = await q<{ id: string }>(
-      tx,
-      `select id from ingest_job where account_id = ? and kind = 'source_deletion' and source_id = ? and status <> 'failed'
-        order by created_at desc limit 1`,
-      [accountId, sourceId],
-    );
-    if (existing) return { jobId: existing.id, created: false };
+    const existing = await liveDeletionJob(tx, accountId, sourceId);
+    if (existing) return { jobId: existing, created: false };
     const jobId = randomUUID();
-    await q(
-      tx,
-      `insert into ingest_job (id, account_id, kind, status, source_id, attempts, audience) values (?, ?, 'source_deletion', 'queued', ?, 0, ?)`,
-      [jobId, accountId, sourceId, source.audience],
-    );
+    await insertDeletionJob(tx, { id: jobId, accountId, sourceId, audience: source.audience });
     return { jobId, created: true };
   });
-  const job = await em.fork().findOneOrFail(IngestJob, { id: result.jobId });
-  if (job.status === 'queued') await startSourceDeletion(temporal, taskQueue, { id: job.id, accountId });
+  const job = (await findJob(em.fork(), result.jobId))!;
+  if (job.status === 'queued') await startDeletion({ id: job.id, accountId });
   return { job, created: result.created };
 }
 
 /** The account overview's lists and counts (sources not deleted; quarantined ones flagged). */
 export async function overviewLists(em: EntityManager, accountId: string, limits: { sources: number; jobs: number }) {
-  const conn = em.getConnection();
-  const sources = await conn.execute<{
-    id: string; kind: string; url: string | null; filename: string | null; title: string | null; content_type: string;
-    status: string; quarantine_reason: string | null; dated_at: string | null; created_at: Date; records: string;
-  }[]>(
-    `select s.id, s.kind, s.url, s.filename, s.title, s.content_type, s.status, s.quarantine_reason,
-            to_char(s.dated_at, 'YYYY-MM-DD') as dated_at, s.created_at,
-            (select count(*) from record r where r.source_id = s.id) as records
-       from source s where s.account_id = ? and s.status <> 'deleted' order by s.created_at desc limit ?`,
-    [accountId, limits.sources],
-  );
-  const jobs = await em.find(IngestJob, { accountId }, { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], limit: limits.jobs });
-  const [count] = await conn.execute<{ total: string }[]>(
-    `select count(*) as total from record r join source s on s.id = r.source_id
-      where r.account_id = ? and s.status = 'active'`,
-    [accountId],
-  );
+  const sources = await activeSources(em, accountId, limits.sources);
+  const jobs = await recentJobs(em, accountId, limits.jobs);
+  const count = await activeRecordTotal(em, accountId);
   return {
-    recordTotal: Number(count?.total ?? 0),
+    recordTotal: count,
     sources: sources.map((s) => ({
       id: s.id,
       kind: s.kind,

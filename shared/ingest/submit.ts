@@ -1,30 +1,29 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
-import { withinReach, type Principal, type Reach } from '../auth/principal.ts';
+import type { Principal, Reach } from '../auth/principal.ts';
 import { MAX_FILE_BYTES } from '../contracts/ingest.ts';
-import { IngestJob } from '../db/entities/index.ts';
 import { AppError } from '../errors.ts';
-import { bound } from '../db/sql.ts';
-import { lockBalance, q } from '../metering/ledger.ts';
+import { sha256Hex } from '../hash.ts';
+import { assertSameRequest, requestHash } from '../idempotency.ts';
+import { lockBalance } from '../metering/ledger.ts';
 import { consumeQuota, quotaHeaders, readQuota } from '../metering/quotas.ts';
-import { startIngestJob } from '../temporal/workflows.ts';
 import type { FreeWorkLimiter } from '../ops/free-work.ts';
-import { ExtractionError, normalizeContentType, type SupportedContentType } from './extract/index.ts';
+import { ExtractionError, type SupportedContentType } from './extract/index.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
+import { fetchSource, invalidIngest } from './fetch-source.ts';
+import { findJob, insertSubmission, jobOfKey, type Job } from './jobs.queries.ts';
 import { providerBackedPreview, withRecognisedText, type OcrPlan, type ProviderPreviewDeps } from './ocr/preview.ts';
 import { handOverPreview, type ExactPreview } from './ocr/repository.ts';
 import { previewedPages } from './ocr/reuse.ts';
-import { FetchRefusedError, safeFetch } from './safe-fetch.ts';
+import { FetchRefusedError } from './safe-fetch.ts';
 import { assertFetchableUrl, parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
 export type IngestDeps = {
   em: EntityManager;
-  temporal: Client;
-  taskQueue: string;
+  /** Starts (or joins) a job's workflow (shared/temporal/starts.ts). */
+  startJob: (job: { id: string; kind: 'url' | 'file'; accountId: string; contentType?: string | null }) => Promise<unknown>;
   policy: UrlPolicy;
   fetchTimeoutMs: number;
-  heartbeatTimeoutMs: number;
   /** Where dry runs extract and live uploads are checked: never on this process's event loop. */
   extraction: ExtractionPool;
   freeWork: FreeWorkLimiter;
@@ -32,33 +31,7 @@ export type IngestDeps = {
   ocr: Omit<ProviderPreviewDeps, 'em'>;
 };
 
-const invalid = (message: string) => new AppError(400, 'invalid_ingest_request', message);
-const sha256 = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
-
-/** Content type of a fetched page: the header, else the URL's file extension. */
-export function fetchedContentType(header: string | null, url: string): SupportedContentType | null {
-  const fromHeader = normalizeContentType(header);
-  if (fromHeader) return fromHeader;
-  const ext = new URL(url).pathname.toLowerCase().match(/\.([a-z]+)$/)?.[1];
-  const byExt: Record<string, SupportedContentType> = {
-    pdf: 'application/pdf', md: 'text/markdown', markdown: 'text/markdown', txt: 'text/plain',
-    html: 'text/html', htm: 'text/html', json: 'application/json',
-  };
-  return ext ? (byExt[ext] ?? null) : null;
-}
-
-export async function fetchSource(policy: UrlPolicy, url: URL, timeoutMs: number) {
-  try {
-    const res = await safeFetch(url, { policy, maxBytes: MAX_FILE_BYTES, timeoutMs });
-    const contentType = fetchedContentType(res.contentType, res.finalUrl);
-    return { ...res, supportedType: contentType };
-  } catch (err) {
-    if (err instanceof FetchRefusedError && (err.reason === 'blocked_address' || err.reason === 'bad_url')) {
-      throw invalid(err.publicMessage);
-    }
-    throw err;
-  }
-}
+const invalid = invalidIngest;
 
 // Dry runs -----------------------------------------------------------------------------------------
 
@@ -117,7 +90,7 @@ async function planOf(deps: IngestDeps, accountId: string, bytes: Uint8Array, co
 }
 
 const exactPreview = (deps: IngestDeps, accountId: string, bytes: Uint8Array, contentType: string): ExactPreview =>
-  ({ accountId, sha256: sha256(bytes), contentType, retentionMs: deps.ocr.ocr.previewRetentionMs });
+  ({ accountId, sha256: sha256Hex(bytes), contentType, retentionMs: deps.ocr.ocr.previewRetentionMs });
 
 /** Decoded size of base64 text, computed from its length alone (nothing is decoded). */
 export function decodedBase64Size(b64: string): number {
@@ -146,7 +119,7 @@ function requireLive(body: LiveFields): { datedAt: string; idempotencyKey: strin
   return { datedAt: body.datedAt, idempotencyKey: body.idempotencyKey };
 }
 
-export type Submitted = { job: IngestJob; created: boolean; headers: Record<string, string> };
+export type Submitted = { job: Job; created: boolean; headers: Record<string, string> };
 
 /**
  * Creates the job (or finds the one this idempotency key already made) and makes sure its workflow
@@ -172,16 +145,10 @@ async function createJob(
   const accountId = reach.accountId;
   const result = await deps.em.transactional(async (tx) => {
     await lockBalance(tx, accountId);
-    const [existing] = await q<{ id: string; request_hash: string; audience: string | null }>(
-      tx,
-      'select id, request_hash, audience from ingest_job where account_id = ? and idempotency_key = ?',
-      [accountId, input.idempotencyKey],
-    );
+    const existing = await jobOfKey(tx, accountId, input.idempotencyKey);
     if (existing) {
-      // A key made by a job outside the caller's audiences answers like any other reuse: the job stays unseen.
-      if (existing.request_hash !== input.requestHash || !withinReach(reach, existing.audience)) {
-        throw new AppError(409, 'idempotency_conflict', 'This idempotencyKey was used for a different submission.');
-      }
+      assertSameRequest({ requestHash: existing.request_hash, audience: existing.audience }, input.requestHash, reach,
+        'This idempotencyKey was used for a different submission.');
       return { jobId: existing.id, created: false, quota: await readQuota(tx, accountId, 'ingest') };
     }
     const jobId = randomUUID();
@@ -189,27 +156,13 @@ async function createJob(
     const reused = input.blob?.contentType === 'application/pdf' &&
       (await handOverPreview(tx, exactPreview(deps, accountId, input.blob.bytes, input.blob.contentType), jobId));
     const quota = reused ? await readQuota(tx, accountId, 'ingest') : await consumeQuota(tx, accountId, 'ingest');
-    await q(
-      tx,
-      `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, attempts, source_url, filename,
-         content_type, dated_at, size_bytes, audience)
-       values (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
-      [jobId, accountId, input.kind, input.idempotencyKey, input.requestHash, input.sourceUrl ?? null,
-        input.filename ?? null, input.contentType ?? null, input.datedAt, input.blob?.bytes.byteLength ?? null, input.audience],
-    );
-    if (input.blob) {
-      await bound(
-        tx,
-        `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, ?)`,
-        [jobId, accountId, input.blob.bytes, sha256(input.blob.bytes), input.blob.bytes.byteLength, input.blob.contentType],
-      );
-    }
+    await insertSubmission(tx, { id: jobId, accountId, ...input });
     return { jobId, created: true, quota };
   });
-  const job = await deps.em.fork().findOneOrFail(IngestJob, { id: result.jobId });
+  const job = (await findJob(deps.em.fork(), result.jobId))!;
   // Started with an id derived from the job: a replay (or a retry after a failed start) joins it.
   if (job.status === 'queued') {
-    await startIngestJob(deps.temporal, deps.taskQueue, { id: job.id, kind: input.kind, accountId, contentType: input.contentType }, deps.heartbeatTimeoutMs);
+    await deps.startJob({ id: job.id, kind: input.kind, accountId, contentType: input.contentType });
   }
   return { job, created: result.created, headers: quotaHeaders(result.quota) };
 }
@@ -225,7 +178,7 @@ export async function submitUrl(
   return createJob(deps, principal, {
     kind: 'url',
     idempotencyKey: live.idempotencyKey,
-    requestHash: sha256(JSON.stringify({ kind: 'url', url: url.href, datedAt: live.datedAt })),
+    requestHash: requestHash({ kind: 'url', url: url.href, datedAt: live.datedAt }),
     datedAt: live.datedAt,
     sourceUrl: url.href,
     audience: principal.audiences?.[0] ?? null,
@@ -243,9 +196,7 @@ export async function submitFile(
   return createJob(deps, principal, {
     kind: 'file',
     idempotencyKey: live.idempotencyKey,
-    requestHash: sha256(
-      JSON.stringify({ kind: 'file', filename: body.filename, contentType: body.contentType, sha: sha256(body.bytes), datedAt: live.datedAt }),
-    ),
+    requestHash: requestHash({ kind: 'file', filename: body.filename, contentType: body.contentType, sha: sha256Hex(body.bytes), datedAt: live.datedAt }),
     datedAt: live.datedAt,
     filename: body.filename,
     contentType: body.contentType,

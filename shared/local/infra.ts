@@ -1,6 +1,6 @@
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import pg from 'pg';
+import { probeDatabase } from '../db/connections.ts';
 import type { Config } from '../config.ts';
 import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { resolveTemporalCli } from '../temporal/cli.ts';
@@ -19,16 +19,7 @@ export function embeddedDatabaseUrl(config: Config): string {
 }
 
 async function answers(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
-  }
+  return probeDatabase(url, 1000).then(() => true, () => false);
 }
 
 /**

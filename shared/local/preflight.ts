@@ -4,8 +4,8 @@ import { stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
-import { ActionableError } from '../process.ts';
+import { probeDatabase } from '../db/connections.ts';
+import { ActionableError } from '../entrypoint.ts';
 
 // Checks made before `npm start` and the operator commands start anything, so that a predictable
 // failure is reported as what failed and what to do instead of a child's stack or "undefined".
@@ -132,16 +132,12 @@ const DATABASE_HINTS: Record<string, string> = {
 
 /** DATABASE_URL must answer before anything is started on it. */
 export async function assertDatabaseReachable(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   try {
-    await client.connect();
-    await client.query('select 1');
+    await probeDatabase(url, 5000);
   } catch (err) {
     const code = (err as { code?: string }).code ?? '';
     const hint = DATABASE_HINTS[code] ?? (err as Error).message;
     throw new ActionableError(`cannot reach the database at ${where(url)} (DATABASE_URL): ${code ? `${code}, ` : ''}${hint}.`, { cause: err });
-  } finally {
-    await client.end().catch(() => {});
   }
 }
 

@@ -1,8 +1,9 @@
 import { embedForStorage, type Embedder } from '../retrieval/embeddings.ts';
 import { commitAdds, GONE, type DerivedAdd } from './commit.ts';
-import type { Em } from './db.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import type { ClaimDeriver } from './deriver.ts';
-import { beginBatch, derive, failEvents, loadMessages, processDeletion } from './process.ts';
+import { derive, failEvents, processDeletion } from './event-steps.ts';
+import { beginBatch, loadMessages } from './events.queries.ts';
 
 /** Derivations run at once (a model deriver waits on the network per event; the rules do not wait). */
 export const DERIVE_CONCURRENCY = 4;

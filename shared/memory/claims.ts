@@ -1,9 +1,11 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../hash.ts';
+import { requestHash } from '../idempotency.ts';
 import type { Reach } from '../auth/principal.ts';
 import type { Claim, ClaimsListRequest } from '../contracts/memory.ts';
-import { audienceCondition } from '../db/sql.ts';
+import { audienceCondition, bound } from '../db/sql.ts';
 import { AppError, notFound } from '../errors.ts';
-import { decodeCursor, exactTime, iso, page, sql, type Em } from './db.ts';
+import { decodeCursor, exactTime, iso, page } from './pagination.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import { isUuid } from './events.ts';
 import { requireLabel } from './labels.ts';
 
@@ -11,16 +13,15 @@ import { requireLabel } from './labels.ts';
 // memory_claim_history. Changes are guarded by head_revision under a row lock, so of two competing
 // changes exactly one applies and the other gets 409 revision_conflict with nothing changed.
 
-const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 
 /** The opaque head revision of a claim version: deterministic in (claim, revision number, content). */
-export const revisionToken = (claimId: string, revision: number, content: string) => `rev_${sha(`${claimId}\n${revision}\n${content}`).slice(0, 24)}`;
+export const revisionToken = (claimId: string, revision: number, content: string) => `rev_${sha256Hex(`${claimId}\n${revision}\n${content}`).slice(0, 24)}`;
 
 /** A history entry's deterministic marker: the same change always has the same marker. */
 export const historyMarker = (claimId: string, seq: number, event: string, successorRevision: string | null) =>
-  `mk_${sha(`${claimId}\n${seq}\n${event}\n${successorRevision ?? ''}`).slice(0, 24)}`;
+  `mk_${sha256Hex(`${claimId}\n${seq}\n${event}\n${successorRevision ?? ''}`).slice(0, 24)}`;
 
-const requestHash = (event: 'UPDATE' | 'DELETE', content: string | null, reason: string) => sha(JSON.stringify([event, content, reason]));
+const changeHash = (event: 'UPDATE' | 'DELETE', content: string | null, reason: string) => requestHash([event, content, reason]);
 
 export type ClaimRow = {
   id: string; content: string; peer_label: string; session_label: string | null; agent_id: string | null;
@@ -97,7 +98,7 @@ export function claimRecord(r: ClaimRow): Claim {
 async function findClaim(em: Em, reach: Reach, claimId: string, lock = false): Promise<ClaimRow> {
   const inReach = audienceCondition('c.audience', reach.audiences);
   const [row] = isUuid(claimId)
-    ? await sql<ClaimRow>(em, `${CLAIM_SELECT} where c.id = ? and c.account_id = ?${inReach.sql}${lock ? ' for update of c' : ''}`, [claimId, reach.accountId, ...inReach.params])
+    ? await bound<ClaimRow>(em, `${CLAIM_SELECT} where c.id = ? and c.account_id = ?${inReach.sql}${lock ? ' for update of c' : ''}`, [claimId, reach.accountId, ...inReach.params])
     : [];
   if (!row) throw notFound('No claim with this id.');
   return row;
@@ -125,7 +126,7 @@ export async function listClaims(em: Em, reach: Reach, req: ClaimsListRequest) {
     where.push('(c.created_at, c.id) < (?::timestamptz, ?::uuid)');
     params.push(...after);
   }
-  const rows = await sql<ClaimRow>(em, `${CLAIM_SELECT} where ${where.join(' and ')} order by c.created_at desc, c.id desc limit ?`, [...params, req.limit + 1]);
+  const rows = await bound<ClaimRow>(em, `${CLAIM_SELECT} where ${where.join(' and ')} order by c.created_at desc, c.id desc limit ?`, [...params, req.limit + 1]);
   return page(rows, req.limit, (r) => [r.created_key, r.id], claimRecord);
 }
 
@@ -153,7 +154,7 @@ export async function queryClaims(em: Em, reach: Reach, req: { peer_id: string; 
 /** Current claims of a peer ranked against a query; `eligibleOnly` for context (never pending ones). */
 export async function rankClaims(em: Em, peerId: string, query: string, limit: number, eligibleOnly: boolean): Promise<ClaimRow[]> {
   const tsq = anyWordQuery(query);
-  return sql<ClaimRow>(
+  return bound<ClaimRow>(
     em,
     `select * from (
        ${CLAIM_SELECT.replace('select ', `select (coalesce(ts_rank_cd(c.tsv, to_tsquery('english', ?)), 0) + similarity(c.content, ?))::float8 as score, `)}
@@ -166,7 +167,7 @@ export async function rankClaims(em: Em, peerId: string, query: string, limit: n
 
 /** All claims of a peer in the given states, newest first. */
 export async function peerClaims(em: Em, peerId: string, states: Claim['state'][], eligibleOnly: boolean, limit = 200): Promise<ClaimRow[]> {
-  return sql<ClaimRow>(
+  return bound<ClaimRow>(
     em,
     `${CLAIM_SELECT} where c.peer_id = ? and c.state = any(?::text[]) ${eligibleOnly ? "and c.eligibility = 'eligible'" : ''}
       order by c.created_at desc, c.id desc limit ?`,
@@ -176,7 +177,7 @@ export async function peerClaims(em: Em, peerId: string, states: Claim['state'][
 
 /** A change settles any conflict the claim was part of: the person has decided. */
 async function clearConflicts(tx: Em, claim: ClaimRow): Promise<void> {
-  await sql(
+  await bound(
     tx,
     `update memory_claim set conflicts_with = array_remove(conflicts_with, ?::uuid),
         support_status = case when support_status = 'conflicting' and cardinality(array_remove(conflicts_with, ?::uuid)) = 0
@@ -189,7 +190,7 @@ async function clearConflicts(tx: Em, claim: ClaimRow): Promise<void> {
 type HistoryRow = { seq: number; event: 'ADD' | 'UPDATE' | 'DELETE'; prior_revision: string | null; successor_revision: string | null; request_hash: string | null; marker: string; created_at: Date; valid_to: Date | null };
 
 async function lastHistory(tx: Em, claimId: string): Promise<HistoryRow> {
-  const [h] = await sql<HistoryRow>(
+  const [h] = await bound<HistoryRow>(
     tx,
     'select seq, event, prior_revision, successor_revision, request_hash, marker, created_at, valid_to from memory_claim_history where claim_id = ? order by seq desc limit 1',
     [claimId],
@@ -217,7 +218,7 @@ async function guard(tx: Em, claim: ClaimRow, given: string, event: 'UPDATE' | '
  * in history.
  */
 export async function updateClaim(em: Em, reach: Reach, claimId: string, req: { content: string; head_revision: string; reason: string }) {
-  const hash = requestHash('UPDATE', req.content, req.reason);
+  const hash = changeHash('UPDATE', req.content, req.reason);
   return em.transactional(async (tx) => {
     const claim = await findClaim(tx, reach, claimId, true);
     const g = await guard(tx, claim, req.head_revision, 'UPDATE', hash);
@@ -229,15 +230,15 @@ export async function updateClaim(em: Em, reach: Reach, claimId: string, req: { 
     const last = await lastHistory(tx, claim.id);
     const seq = last.seq + 1;
     const marker = historyMarker(claim.id, seq, 'UPDATE', head);
-    const [now] = await sql<{ now: Date }>(tx, "select date_trunc('milliseconds', now()) as now", []);
-    await sql(
+    const [now] = await bound<{ now: Date }>(tx, "select date_trunc('milliseconds', now()) as now", []);
+    await bound(
       tx,
       `update memory_claim set content = ?, revision = ?, head_revision = ?, authority = 'correction_memory', state = 'current',
           eligibility = 'eligible', support_status = 'user_asserted', warning = null, conflicts_with = '{}',
           valid_from = ?, valid_to = null, updated_at = ? where id = ?`,
       [req.content, revision, head, now!.now, now!.now, claim.id],
     );
-    await sql(
+    await bound(
       tx,
       `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
          successor_revision, reason, request_hash, valid_from, valid_to, marker, created_at)
@@ -252,7 +253,7 @@ export async function updateClaim(em: Em, reach: Reach, claimId: string, req: { 
 
 /** DELETE: withdraws the claim (not eligible, valid_to set); history keeps every version. */
 export async function withdrawClaim(em: Em, reach: Reach, claimId: string, req: { head_revision: string; reason: string }) {
-  const hash = requestHash('DELETE', null, req.reason);
+  const hash = changeHash('DELETE', null, req.reason);
   return em.transactional(async (tx) => {
     const claim = await findClaim(tx, reach, claimId, true);
     const g = await guard(tx, claim, req.head_revision, 'DELETE', hash);
@@ -272,14 +273,14 @@ export async function withdrawClaim(em: Em, reach: Reach, claimId: string, req: 
     const head = revisionToken(claim.id, revision, claim.content);
     const seq = (await lastHistory(tx, claim.id)).seq + 1;
     const marker = historyMarker(claim.id, seq, 'DELETE', head);
-    const [now] = await sql<{ now: Date }>(tx, "select date_trunc('milliseconds', now()) as now", []);
-    await sql(
+    const [now] = await bound<{ now: Date }>(tx, "select date_trunc('milliseconds', now()) as now", []);
+    await bound(
       tx,
       `update memory_claim set state = 'withdrawn', eligibility = 'not_eligible', revision = ?, head_revision = ?, valid_to = ?,
           conflicts_with = '{}', updated_at = ? where id = ?`,
       [revision, head, now!.now, now!.now, claim.id],
     );
-    await sql(
+    await bound(
       tx,
       `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
          successor_revision, reason, request_hash, valid_from, valid_to, marker, created_at)
@@ -300,7 +301,7 @@ type FullHistoryRow = HistoryRow & { prior_content: string | null; successor_con
  */
 export async function claimHistory(em: Em, reach: Reach, claimId: string) {
   const claim = await findClaim(em, reach, claimId);
-  const rows = await sql<FullHistoryRow>(
+  const rows = await bound<FullHistoryRow>(
     em,
     `select seq, event, prior_content, successor_content, prior_revision, successor_revision, reason, request_hash, valid_from,
             valid_to, marker, created_at

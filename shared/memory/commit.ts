@@ -1,9 +1,10 @@
 import { deterministicUuid } from '../ids.ts';
 import { toHex } from '../retrieval/embeddings.ts';
 import { historyMarker, revisionToken } from './claims.ts';
-import { sql, type Em } from './db.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
+import { bound } from '../db/sql.ts';
 import type { Proposal } from './deriver.ts';
-import type { Claimed, StoredMessage } from './process.ts';
+import type { Claimed, StoredMessage } from './events.queries.ts';
 import { injectionWarning } from './screen.ts';
 
 /** An add-event ready to commit: begun, its messages loaded, its claim derived (or none). */
@@ -46,7 +47,7 @@ export async function commitAdds(
   const peerIds = [...new Set(adds.map((a) => a.ev.peer_id!))];
   const sessionIds = [...new Set(adds.map((a) => a.ev.session_id!))];
   return em.transactional(async (tx) => {
-    const [alive] = await sql<{ peers: string[]; sessions: string[] }>(
+    const [alive] = await bound<{ peers: string[]; sessions: string[] }>(
       tx,
       `select (select coalesce(array_agg(id), '{}') from (select id from memory_peer where id = any(?::uuid[]) order by id for share) p) as peers,
               (select coalesce(array_agg(id), '{}') from (select id from memory_session where id = any(?::uuid[]) order by id for share) s) as sessions`,
@@ -55,7 +56,7 @@ export async function commitAdds(
     const livePeers = new Set(alive!.peers);
     const liveSessions = new Set(alive!.sessions);
     const current = new Map<string, CurrentClaim[]>(peerIds.map((p) => [p, []]));
-    for (const c of await sql<CurrentClaim>(
+    for (const c of await bound<CurrentClaim>(
       tx,
       "select id, peer_id, content, slot from memory_claim where peer_id = any(?::uuid[]) and state = 'current' order by created_at, id",
       [peerIds],
@@ -108,7 +109,7 @@ export async function commitAdds(
       });
     }
     if (claims.length) {
-      const inserted = new Set((await sql<{ id: string }>(
+      const inserted = new Set((await bound<{ id: string }>(
         tx,
         `insert into memory_claim (id, account_id, peer_id, session_id, event_id, message_id, span_start, span_end, content, state,
            authority, eligibility, support_status, categories, warning, conflicts_with, agent_id, revision, head_revision, valid_from,
@@ -126,7 +127,7 @@ export async function commitAdds(
         marker: historyMarker(c.id, 1, 'ADD', c.head_revision),
       }));
       if (history.length) {
-        await sql(
+        await bound(
           tx,
           `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
              successor_revision, reason, valid_from, marker)
@@ -138,18 +139,18 @@ export async function commitAdds(
       }
     }
     const succeeded = ends.filter((e) => e.status === 'succeeded').map((e) => e.id);
-    if (succeeded.length && !vectors) await sql(tx, 'update memory_message set available = true where event_id = any(?::uuid[])', [succeeded]);
+    if (succeeded.length && !vectors) await bound(tx, 'update memory_message set available = true where event_id = any(?::uuid[])', [succeeded]);
     if (succeeded.length && vectors) {
       const ok = new Set(succeeded);
       const ms = adds.filter((a) => ok.has(a.ev.id)).flatMap((a) => a.messages);
-      await sql(
+      await bound(
         tx,
         `update memory_message m set available = true, embedding = decode(v.vector, 'hex'), embedding_model = case when v.vector is null then null else ? end
            from unnest(?::uuid[], ?::text[]) v(id, vector) where m.id = v.id`,
         [vectors.model, ms.map((m) => m.id), ms.map((m) => toHex(vectors.byMessage.get(m.id)))],
       );
     }
-    await sql(
+    await bound(
       tx,
       `update memory_event e set status = u.status, completed_at = now(), outcome = u.outcome, failure = u.failure
          from jsonb_to_recordset(?::jsonb) as u(id uuid, status text, outcome jsonb, failure jsonb)

@@ -1,14 +1,15 @@
 import type { Reach } from '../auth/principal.ts';
 import type { Claim, Evidence } from '../contracts/memory.ts';
-import { audienceCondition } from '../db/sql.ts';
+import { audienceCondition, bound } from '../db/sql.ts';
 import { sentenceSpans } from '../ingest/extract/sentences.ts';
 import type { Boundary } from '../retrieval/boundary.ts';
 import { retrieve } from '../retrieval/retrieve.ts';
 import type { SearchIndex } from '../retrieval/search-index.ts';
 import { CLAIM_SELECT, claimRecord, peerClaims, type ClaimRow } from './claims.ts';
-import { sql, type Em } from './db.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import { requireLabel, type LabelRow } from './labels.ts';
-import { MESSAGE_SELECT, messageItem, type MessageRow } from './messages.ts';
+import { messageItem } from './messages.ts';
+import { MESSAGE_SELECT, type MessageRow } from './messages.queries.ts';
 
 // Reading memory: ask (span-cited evidence), peer and session context (assembled, fail-closed) and the
 // representation of a peer. A question is ranked by the query's retrieval (shared/retrieval) over the
@@ -52,7 +53,7 @@ function messageFilters(where: MessageWhere): { filters: string[]; params: unkno
 
 async function recentMessages(tx: Em, where: MessageWhere, limit = RECENT_MESSAGES) {
   const { filters, params } = messageFilters(where);
-  const rows = await sql<MessageRow>(
+  const rows = await bound<MessageRow>(
     tx,
     `${MESSAGE_SELECT} where ${filters.join(' and ')} order by m.created_at desc, m.event_id desc, m.position desc limit ?`,
     [...params, limit],
@@ -141,7 +142,7 @@ function rankedEvidence(ranked: Retrieved, claims: Map<string, Claim>, query: st
 
 /** The sessions a peer takes part in (its messages' and claims'). */
 async function peerSessions(tx: Em, peerId: string): Promise<string[]> {
-  const rows = await sql<{ id: string }>(tx, `select distinct session_id as id from memory_message where peer_id = ? and available
+  const rows = await bound<{ id: string }>(tx, `select distinct session_id as id from memory_message where peer_id = ? and available
      union select session_id from memory_claim where peer_id = ? and session_id is not null`, [peerId, peerId]);
   return rows.map((r) => r.id);
 }
@@ -160,8 +161,8 @@ async function rankMemory(tx: Em, index: SearchIndex | undefined, reach: Reach, 
   const claimIds = ranked.filter((e) => e.kind === 'claim').map((e) => e.ref.id);
   const messageIds = ranked.filter((e) => e.kind === 'message').map((e) => e.ref.id);
   const [claims, messages] = await Promise.all([
-    claimIds.length ? sql<ClaimRow>(tx, `${CLAIM_SELECT} where c.id = any(?::uuid[])`, [claimIds]) : [],
-    messageIds.length ? sql<MessageRow>(tx, `${MESSAGE_SELECT} where m.id = any(?::uuid[])`, [messageIds]) : [],
+    claimIds.length ? bound<ClaimRow>(tx, `${CLAIM_SELECT} where c.id = any(?::uuid[])`, [claimIds]) : [],
+    messageIds.length ? bound<MessageRow>(tx, `${MESSAGE_SELECT} where m.id = any(?::uuid[])`, [messageIds]) : [],
   ]);
   const order = new Map(ranked.map((e, i) => [e.ref.id, i]));
   const byRank = <T extends { id: string }>(rows: T[]) => rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);

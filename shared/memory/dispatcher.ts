@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Client } from '@temporalio/client';
-import pg from 'pg';
+import { dedicatedConnection, type DedicatedConnection } from '../db/connections.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../logger.ts';
-import { MAX_MEMORY_BATCH, startMemoryBatch } from '../temporal/workflows.ts';
-import { sql, type Em } from './db.ts';
 import { MEMORY_EVENT_CHANNEL } from './events.ts';
+import { claimBatch } from './events.queries.ts';
 
 export type DispatcherOptions = {
-  /** Most events per batch workflow (at most MAX_MEMORY_BATCH: the ids are a search attribute). */
+  /** Most events per batch workflow (at most the batches' own limit, `MemoryBatches.maxEvents`). */
   maxBatch?: number;
   /** Batches of this dispatcher running at once; while they run, new events gather into the next. */
   maxInFlight?: number;
@@ -24,26 +22,6 @@ export type DispatcherOptions = {
   lingerMs?: number;
 };
 
-/**
- * Claims up to `limit` queued events nobody is processing, oldest first, for a new batch: events never
- * dispatched, and events whose dispatch went stale (the dispatcher died before the start, or the batch
- * never began them). SKIP LOCKED lets several workers' dispatchers claim at once without waiting.
- */
-export async function claimBatch(em: Em, batchId: string, limit: number, staleMs: number): Promise<string[]> {
-  const rows = await sql<{ id: string }>(
-    em,
-    `with picked as (
-       select id, created_at from memory_event
-        where status = 'queued' and (batch_id is null or dispatched_at < now() - make_interval(secs => ?))
-        order by created_at, id limit ? for update skip locked),
-     claimed as (
-       update memory_event e set batch_id = ?, dispatched_at = now() from picked where e.id = picked.id
-       returning e.id, picked.created_at)
-     select id from claimed order by created_at, id`,
-    [staleMs / 1000, limit, batchId],
-  );
-  return rows.map((r) => r.id);
-}
 
 /**
  * The memory event dispatcher of a worker process. Writes only store their event `queued` and notify;
@@ -54,14 +32,20 @@ export async function claimBatch(em: Em, batchId: string, limit: number, staleMs
  * grow with it. Nothing here is needed for correctness: the claim is in PostgreSQL, a lost start is
  * dispatched again after `staleMs`, and batches are idempotent.
  */
-export function startMemoryDispatcher(deps: { orm: Orm; temporal: Client; taskQueue: string; logger: Logger } & DispatcherOptions) {
-  const { maxBatch = MAX_MEMORY_BATCH, maxInFlight = 2, staleMs = 30_000, pollMs = 1000, lingerMs = 25 } = deps;
+/**
+ * How batches run: `run` starts the batch's workflow and resolves when it has finished; `maxEvents` is
+ * the most events one batch may hold. Injected by the worker (shared/temporal/starts.ts).
+ */
+export type MemoryBatches = { run(batchId: string, eventIds: string[]): Promise<unknown>; maxEvents: number };
+
+export function startMemoryDispatcher(deps: { orm: Orm; batches: MemoryBatches; logger: Logger } & DispatcherOptions) {
+  const { maxBatch = deps.batches.maxEvents, maxInFlight = 2, staleMs = 30_000, pollMs = 1000, lingerMs = 25 } = deps;
   const log = deps.logger.child({ component: 'memory-dispatcher' });
   let stopped = false;
   let pumping = false;
   let wanted = false;
   let inFlight = 0;
-  let listener: pg.Client | undefined;
+  let listener: DedicatedConnection | undefined;
 
   const pump = async () => {
     if (pumping) return;
@@ -79,8 +63,7 @@ export function startMemoryDispatcher(deps: { orm: Orm; temporal: Client; taskQu
           inFlight--;
           kick();
         };
-        startMemoryBatch(deps.temporal, deps.taskQueue, batchId, eventIds)
-          .then((handle) => waitBounded(handle.result(), staleMs * 4))
+        waitBounded(deps.batches.run(batchId, eventIds), staleMs * 4)
           .catch((err: unknown) => {
             if (!stopped) log.warn({ err, batchId, events: eventIds.length }, 'memory batch start or wait failed; its events are dispatched again when stale');
           })
@@ -100,7 +83,7 @@ export function startMemoryDispatcher(deps: { orm: Orm; temporal: Client; taskQu
   // LISTEN on a connection of its own; on error it is replaced at the next poll (the poll covers the gap).
   const listen = async () => {
     if (listener || stopped) return;
-    const client = new pg.Client({ connectionString: deps.orm.config.get('clientUrl') });
+    const client = dedicatedConnection(deps.orm.config.get('clientUrl')!);
     listener = client;
     client.on('notification', kick);
     client.on('error', (err) => {

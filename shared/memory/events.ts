@@ -1,22 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Reach } from '../auth/principal.ts';
 import { EVENT_STATUSES } from '../contracts/memory.ts';
-import { audienceCondition } from '../db/sql.ts';
+import { notifyCoalesced } from '../db/connections.ts';
 import { forbidden, notFound } from '../errors.ts';
-import { iso, sql, type Em } from './db.ts';
+import { iso } from './pagination.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import { requireLabel, type LabelKind } from './labels.ts';
+import { eventCounts, eventInReach, holdsMemoryOutside, insertDeletionEvent, pendingDeletion, type EventRow } from './events.queries.ts';
 
-export type EventKind = 'add_messages' | 'delete_peer' | 'delete_session';
-export type EventRow = {
-  id: string;
-  kind: EventKind;
-  status: (typeof EVENT_STATUSES)[number];
-  created_at: Date;
-  started_at: Date | null;
-  completed_at: Date | null;
-  failure: { message: string } | null;
-  outcome: Record<string, unknown> | null;
-};
+export type { Claimed, EventKind, EventRow, StoredMessage } from './events.queries.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (s: string) => UUID.test(s);
@@ -35,31 +27,19 @@ export function eventStatus(e: EventRow) {
   };
 }
 
-const EVENT_COLUMNS = 'id, kind, status, created_at, started_at, completed_at, failure, outcome';
-
 /**
  * One event of the account; another account's event, or one outside the key's audiences (an event
  * carries the audience of the peer or session it is about), is indistinguishable from a missing one.
  */
 export async function getEvent(em: Em, reach: Reach, eventId: string): Promise<EventRow> {
-  const inReach = audienceCondition('audience', reach.audiences);
-  const [row] = isUuid(eventId)
-    ? await sql<EventRow>(em, `select ${EVENT_COLUMNS} from memory_event where id = ? and account_id = ?${inReach.sql}`, [eventId, reach.accountId, ...inReach.params])
-    : [];
+  const row = isUuid(eventId) ? await eventInReach(em, reach, eventId) : undefined;
   if (!row) throw notFound('No memory event with this id.');
   return row;
 }
 
 /** Event counts by status for what the credential reaches, and the age of the oldest unfinished one. */
 export async function queueStatus(em: Em, reach: Reach) {
-  const inReach = audienceCondition('audience', reach.audiences);
-  const rows = await sql<{ status: string; n: number; oldest: Date | null }>(
-    em,
-    `select status, count(*)::int as n,
-            min(created_at) filter (where status in ('queued', 'running')) as oldest
-       from memory_event where account_id = ?${inReach.sql} group by status`,
-    [reach.accountId, ...inReach.params],
-  );
+  const rows = await eventCounts(em, reach);
   const counts = Object.fromEntries(EVENT_STATUSES.map((s) => [s, 0])) as Record<(typeof EVENT_STATUSES)[number], number>;
   let oldest: Date | null = null;
   for (const r of rows) {
@@ -71,36 +51,14 @@ export async function queueStatus(em: Em, reach: Reach) {
 
 /** The channel the workers' dispatchers (shared/memory/dispatcher.ts) listen on for queued events. */
 export const MEMORY_EVENT_CHANNEL = 'cairn_memory_event';
-const NOTIFY_QUEUED = `select pg_notify('${MEMORY_EVENT_CHANNEL}', '')`;
-
-const notifying = new WeakMap<object, { inFlight: boolean; again: boolean }>();
 
 /**
- * Wakes the dispatchers after a queued event has committed, in a statement of its own: a transaction
- * that notifies holds PostgreSQL's global notify lock through its commit's disk flush, which made
- * concurrent message writes commit one at a time (migration 0018). One notification per pool is in
- * flight at most; events committed meanwhile ask for one more, sent when it returns, so a burst of
- * writes costs a few notifications, not one each. The event row is the outbox: a lost notification
- * (an error, a crash right after the commit) only delays the event to a dispatcher's next poll.
+ * Wakes the dispatchers after a queued event has committed (shared/db/connections.ts notifyCoalesced).
+ * The event row is the outbox: a lost notification (an error, a crash right after the commit) only
+ * delays the event to a dispatcher's next poll.
  */
 export function notifyQueued(em: Em): void {
-  const connection = em.getConnection();
-  let state = notifying.get(connection);
-  if (!state) notifying.set(connection, (state = { inFlight: false, again: false }));
-  if (state.inFlight) {
-    state.again = true;
-    return;
-  }
-  const s = state;
-  s.inFlight = true;
-  const send = (): void => {
-    s.again = false;
-    void connection.getNativeClient()
-      .then((pool) => pool.query(NOTIFY_QUEUED))
-      .catch(() => {}) // see above: the poll covers it
-      .finally(() => (s.again ? send() : (s.inFlight = false)));
-  };
-  send();
+  notifyCoalesced(em, MEMORY_EVENT_CHANNEL);
 }
 
 /**
@@ -111,33 +69,18 @@ export function notifyQueued(em: Em): void {
  */
 export async function requestDeletion(em: Em, reach: Reach, kind: LabelKind, label: string) {
   const accountId = reach.accountId;
-  const eventKind: EventKind = kind === 'peer' ? 'delete_peer' : 'delete_session';
-  const column = kind === 'peer' ? 'peer_id' : 'session_id';
   const result = await em.transactional(async (tx) => {
     const target = await requireLabel(tx, reach, kind, label, true);
     if (reach.audiences) {
       // Claims carry the audience of the message they cite, so the messages decide.
-      const [outside] = await sql(
-        tx,
-        `select 1 from memory_message where ${column} = ? and (audience is null or not audience = any(?::text[])) limit 1`,
-        [target.id, [...reach.audiences]],
-      );
-      if (outside) {
+      if (await holdsMemoryOutside(tx, kind, target.id, reach.audiences)) {
         throw forbidden(`The ${kind} "${label.slice(0, 80)}" holds memory outside this API key's audiences; a key that reaches it all must delete it.`);
       }
     }
-    const [pending] = await sql<{ id: string }>(
-      tx,
-      `select id from memory_event where account_id = ? and kind = ? and ${column} = ? and status in ('queued', 'running') limit 1`,
-      [accountId, eventKind, target.id],
-    );
-    if (pending) return pending.id;
+    const pending = await pendingDeletion(tx, accountId, kind, target.id);
+    if (pending) return pending;
     const id = randomUUID();
-    await sql(
-      tx,
-      `insert into memory_event (id, account_id, kind, status, ${column}, ${kind}_label, audience) values (?, ?, ?, 'queued', ?, ?, ?)`,
-      [id, accountId, eventKind, target.id, label, target.audience],
-    );
+    await insertDeletionEvent(tx, { id, accountId, kind, targetId: target.id, label, audience: target.audience });
     return id;
   });
   notifyQueued(em);

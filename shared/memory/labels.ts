@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { withinReach, type Reach } from '../auth/principal.ts';
 import { WORKSPACE } from '../contracts/memory.ts';
-import { audienceCondition } from '../db/sql.ts';
 import { AppError, forbidden, notFound } from '../errors.ts';
-import { decodeCursor, iso, page, sql, type Em } from './db.ts';
+import { decodeCursor, iso, page } from './pagination.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
+import { getOrCreateLabel, labelInReach, labelsAfter, type LabelKind, type LabelRow } from './labels.queries.ts';
 
 // Workspaces, peers and sessions: labels scoped to the account (the same label in two accounts is two
 // things). Peers and sessions are get-or-create; a label of another account is simply not found.
@@ -11,10 +12,7 @@ import { decodeCursor, iso, page, sql, type Em } from './db.ts';
 // whole account), and so does the memory written about a peer: an audience-limited key sees and
 // changes only labels of its audiences (docs/api.md, Audiences).
 
-export type LabelKind = 'peer' | 'session';
-export type LabelRow = { id: string; label: string; created_at: Date; audience: string | null };
-
-const TABLE: Record<LabelKind, string> = { peer: 'memory_peer', session: 'memory_session' };
+export type { LabelKind, LabelRow };
 
 /** Only the workspace label `default` exists (spec 2.4); anything else is a 404 naming the rule. */
 export function assertWorkspace(ws: string): void {
@@ -36,26 +34,13 @@ export const labelRecord = (kind: LabelKind, r: LabelRow) =>
  * an audience-limited key's audiences cannot be created again: 403, nothing changed.
  */
 export async function upsertLabel(em: Em, reach: Reach, kind: LabelKind, label: string): Promise<LabelRow> {
-  const [row] = await sql<LabelRow>(
-    em,
-    `insert into ${TABLE[kind]} (id, account_id, workspace, label, audience) values (?, ?, ?, ?, ?)
-       on conflict (account_id, workspace, label) do update set label = excluded.label
-     returning id, label, created_at, audience`,
-    [randomUUID(), reach.accountId, WORKSPACE, label, reach.audiences?.[0] ?? null],
-  );
+  const row = await getOrCreateLabel(em, kind, { id: randomUUID(), accountId: reach.accountId, label, audience: reach.audiences?.[0] ?? null });
   if (!withinReach(reach, row!.audience)) throw forbidden(`The ${kind} "${label.slice(0, 80)}" is outside this API key's audiences.`);
   return row!;
 }
 
 export async function findLabel(em: Em, reach: Reach, kind: LabelKind, label: string, lock = false): Promise<LabelRow | undefined> {
-  const inReach = audienceCondition('audience', reach.audiences);
-  const [row] = await sql<LabelRow>(
-    em,
-    `select id, label, created_at, audience from ${TABLE[kind]}
-      where account_id = ? and workspace = ? and label = ?${inReach.sql}${lock ? ' for share' : ''}`,
-    [reach.accountId, WORKSPACE, label, ...inReach.params],
-  );
-  return row;
+  return labelInReach(em, reach, kind, label, lock);
 }
 
 /**
@@ -71,13 +56,6 @@ export async function requireLabel(em: Em, reach: Reach, kind: LabelKind, label:
 /** Labels in label order, keyset-paginated by label. */
 export async function listLabels(em: Em, reach: Reach, kind: LabelKind, p: { limit: number; cursor?: string }) {
   const after = decodeCursor(p.cursor, 1)?.[0] as string | undefined;
-  const inReach = audienceCondition('audience', reach.audiences);
-  const rows = await sql<LabelRow>(
-    em,
-    `select id, label, created_at, audience from ${TABLE[kind]}
-      where account_id = ? and workspace = ?${inReach.sql} ${after !== undefined ? 'and label > ?' : ''}
-      order by label limit ?`,
-    [reach.accountId, WORKSPACE, ...inReach.params, ...(after !== undefined ? [after] : []), p.limit + 1],
-  );
+  const rows = await labelsAfter(em, reach, kind, after, p.limit + 1);
   return page(rows, p.limit, (r) => [r.label], labelItem);
 }

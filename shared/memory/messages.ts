@@ -1,13 +1,13 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { withinReach, type Reach } from '../auth/principal.ts';
-import { WORKSPACE, type MessagesCreateRequest } from '../contracts/memory.ts';
-import { audienceCondition } from '../db/sql.ts';
+import { randomUUID } from 'node:crypto';
+import type { Reach } from '../auth/principal.ts';
+import type { MessagesCreateRequest } from '../contracts/memory.ts';
 import { AppError, validationError } from '../errors.ts';
-import { decodeCursor, exactTime, iso, page, sql, type Em } from './db.ts';
+import { assertSameRequest, operationInProgress, requestHash as digestOf } from '../idempotency.ts';
+import { decodeCursor, iso, page } from './pagination.ts';
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import { notifyQueued } from './events.ts';
 import { requireLabel } from './labels.ts';
-
-const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
+import { insertWrite, sessionMessagesAfter, sourceJobStatuses, writeOfKey, type HeldWrite, type MessageRow } from './messages.queries.ts';
 
 export type Receipt = {
   schemaVersion: 'service-memory-messages-receipt-v1';
@@ -21,12 +21,7 @@ export type Receipt = {
 /** Every source id must be a succeeded ingest job (url or file) of this account, inside the key's audiences. */
 async function assertSources(em: Em, reach: Reach, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  const inReach = audienceCondition('audience', reach.audiences);
-  const rows = await sql<{ id: string; status: string }>(
-    em,
-    `select id, status from ingest_job where account_id = ? and id = any(?::uuid[]) and kind in ('url', 'file')${inReach.sql}`,
-    [reach.accountId, ids, ...inReach.params],
-  );
+  const rows = await sourceJobStatuses(em, reach, ids);
   const found = new Map(rows.map((r) => [r.id, r.status]));
   for (const id of ids) {
     const status = found.get(id);
@@ -35,13 +30,13 @@ async function assertSources(em: Em, reach: Reach, ids: string[]): Promise<void>
   }
 }
 
-type Existing = { request_hash: string | null; receipt: Receipt | null };
+type Existing = HeldWrite<Receipt>;
 
-function replay(existing: Existing, requestHash: string): Receipt {
-  if (existing.request_hash !== requestHash || !existing.receipt) {
-    throw new AppError(409, 'idempotency_conflict', 'This idempotency_key was used for a different write.');
-  }
-  return existing.receipt;
+function replay(existing: Existing, requestHash: string, reach: Reach): Receipt {
+  // An event without a receipt (a deletion's) was not made by a write: any write with its key conflicts.
+  assertSameRequest({ requestHash: existing.receipt ? existing.request_hash : null, audience: existing.audience }, requestHash, reach,
+    'This idempotency_key was used for a different write.');
+  return existing.receipt!;
 }
 
 /**
@@ -56,20 +51,16 @@ export async function addMessages(em: Em, reach: Reach, sessionLabel: string, bo
   const accountId = reach.accountId;
   const sourceIds = [...new Set(body.source_ids ?? [])];
   const createdAt = body.created_at ? new Date(body.created_at) : null;
-  const requestHash = sha256(JSON.stringify([sessionLabel, body.peer_id, body.messages, body.agent_id ?? null, body.infer,
-    createdAt?.toISOString() ?? null, body.metadata ?? null, sourceIds]));
+  const requestHash = digestOf([sessionLabel, body.peer_id, body.messages, body.agent_id ?? null, body.infer,
+    createdAt?.toISOString() ?? null, body.metadata ?? null, sourceIds]);
   const idem = body.idempotency_key;
   const findExisting = async (em: Em): Promise<Existing | undefined> => {
     if (idem === undefined) return undefined;
-    const [row] = await sql<Existing & { audience: string | null }>(
-      em, 'select request_hash, receipt, audience from memory_event where account_id = ? and idempotency_key = ?', [accountId, idem],
-    );
-    // A key used by a write outside the caller's audiences answers like a key used for another write.
-    return row && !withinReach(reach, row.audience) ? { request_hash: null, receipt: null } : row;
+    return writeOfKey(em, accountId, idem);
   };
 
   const early = await findExisting(em);
-  if (early) return replay(early, requestHash);
+  if (early) return replay(early, requestHash, reach);
 
   const eventId = randomUUID();
   const messageIds = body.messages.map(() => randomUUID());
@@ -85,43 +76,27 @@ export async function addMessages(em: Em, reach: Reach, sessionLabel: string, bo
   // remove them before this write commits, and the event and its messages are inserted only when the
   // session, the peer and every source check out. Which check failed is worked out afterwards, on the
   // (rare) failure path only. Once it has committed, the workers' dispatchers are woken (events.ts).
-  const [outcome] = await sql<{ session: boolean; peer: boolean; sources: boolean; inserted: number }>(
-    em,
-    `select r_session as session, r_peer as peer, r_sources as sources, r_inserted as inserted
-       from cairn_add_messages(?, ?, ?, ?, ?::uuid[], ?, ?, ?, ?, ?, ?::jsonb, ?::timestamptz, ?::jsonb, ?::text[], ?::uuid[], ?::integer[], ?::text[], ?::text[], ?::text[])`,
-    [accountId, WORKSPACE, sessionLabel, body.peer_id, sourceIds, eventId, body.agent_id ?? null, body.infer, idem ?? null, requestHash,
-      JSON.stringify(receipt), createdAt, body.metadata ? JSON.stringify(body.metadata) : null, reach.audiences ? [...reach.audiences] : null,
-      messageIds, body.messages.map((_, i) => i), body.messages.map((m) => m.role), body.messages.map((m) => m.content),
-      body.messages.map((m) => sha256(m.content))],
-  );
+  const outcome = await insertWrite(em, {
+    accountId, sessionLabel, peerLabel: body.peer_id, sourceIds, eventId, agentId: body.agent_id ?? null, infer: body.infer,
+    idempotencyKey: idem ?? null, requestHash, receipt, createdAt, metadata: body.metadata ?? null, audiences: reach.audiences,
+    messages: body.messages.map((m, i) => ({ id: messageIds[i]!, role: m.role, content: m.content })),
+  });
   if (!outcome!.session || !outcome!.peer || !outcome!.sources) {
     await requireLabel(em, reach, 'session', sessionLabel);
     if (!outcome!.peer) throw new AppError(404, 'not_found', `No peer "${body.peer_id.slice(0, 80)}" in this workspace; create it first.`);
     await assertSources(em, reach, sourceIds);
     // Only when a label or source appeared between the write and these reads.
-    throw new AppError(409, 'operation_in_progress', 'The session, peer or sources changed during the write; retry.');
+    throw operationInProgress('The session, peer or sources changed during the write; retry.');
   }
   const inserted = outcome!.inserted === 1;
   if (inserted) notifyQueued(em);
   if (!inserted) {
     const existing = await findExisting(em.fork());
-    if (!existing) throw new AppError(409, 'operation_in_progress', 'A write with this idempotency_key is in progress; retry.');
-    return replay(existing, requestHash);
+    if (!existing) throw operationInProgress('A write with this idempotency_key is in progress; retry.');
+    return replay(existing, requestHash, reach);
   }
   return receipt;
 }
-
-export type MessageRow = {
-  id: string; session_label: string; peer_label: string; role: Receipt['results'][number]['role']; content: string;
-  agent_id: string | null; metadata: Record<string, unknown> | null; source_ids: string[]; event_id: string; position: number;
-  created_at: Date;
-  /** created_at with its microseconds, for cursors. */
-  created_key: string;
-};
-
-export const MESSAGE_SELECT = `select m.id, s.label as session_label, p.label as peer_label, m.role, m.content, m.agent_id,
-  m.metadata, m.source_ids, m.event_id, m.position, m.created_at, ${exactTime('m.created_at')} as created_key
-  from memory_message m join memory_session s on s.id = m.session_id join memory_peer p on p.id = m.peer_id`;
 
 export function messageItem(m: MessageRow) {
   return {
@@ -147,13 +122,6 @@ export function messageItem(m: MessageRow) {
 export async function listMessages(em: Em, reach: Reach, sessionLabel: string, p: { limit: number; cursor?: string }) {
   const session = await requireLabel(em, reach, 'session', sessionLabel);
   const after = decodeCursor(p.cursor, 3) as [string, string, number] | undefined;
-  const inReach = audienceCondition('m.audience', reach.audiences);
-  const rows = await sql<MessageRow>(
-    em,
-    `${MESSAGE_SELECT} where m.session_id = ? and m.available${inReach.sql}
-       ${after ? 'and (m.created_at, m.event_id, m.position) > (?::timestamptz, ?::uuid, ?::int)' : ''}
-     order by m.created_at, m.event_id, m.position limit ?`,
-    [session.id, ...inReach.params, ...(after ?? []), p.limit + 1],
-  );
+  const rows = await sessionMessagesAfter(em, reach, session.id, after, p.limit + 1);
   return page(rows, p.limit, (m) => [m.created_key, m.event_id, m.position], messageItem);
 }

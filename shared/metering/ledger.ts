@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors.ts';
+import { accountAllowances, appendLedger, type LedgerEntry, balanceRow, createBalance, ledgerSums, setPeriodStart, setRemaining } from './ledger.queries.ts';
 import { creditPeriod, isoDate } from './periods.ts';
 
 // The credit ledger. Every balance change is one append-only ledger row plus the matching update of
@@ -9,6 +10,7 @@ import { creditPeriod, isoDate } from './periods.ts';
 // a retried writer finds its row and changes nothing.
 
 export type Tx = EntityManager;
+export type { LedgerEntry, LedgerKind } from './ledger.queries.ts';
 export type Balance = {
   accountId: string;
   periodStart: Date;
@@ -17,21 +19,7 @@ export type Balance = {
   onboarding: number;
   monthlyAllowance: number;
 };
-export type LedgerKind =
-  | 'grant_monthly' | 'grant_onboarding' | 'period_reset' | 'reserve' | 'charge' | 'refund' | 'adjust' | 'limit_change';
 
-export async function q<T = Record<string, unknown>>(tx: Tx, sql: string, params: unknown[] = []): Promise<T[]> {
-  return tx.getConnection().execute<T[]>(sql, params, 'all', tx.getTransactionContext());
-}
-
-type BalanceRow = {
-  period_start: Date | string;
-  monthly_remaining: number;
-  onboarding_remaining: number;
-  monthly_credits: number;
-  onboarding_credits: number;
-  created_at: Date;
-};
 
 /**
  * Locks and returns the account's balance, creating it (with the onboarding grant and the first
@@ -39,26 +27,11 @@ type BalanceRow = {
  * Must run inside a transaction.
  */
 export async function lockBalance(tx: Tx, accountId: string, now = new Date()): Promise<Balance> {
-  const [acct] = await q<{ created_at: Date; monthly_credits: number; onboarding_credits: number }>(
-    tx,
-    'select created_at, monthly_credits, onboarding_credits from account where id = ?',
-    [accountId],
-  );
+  const acct = await accountAllowances(tx, accountId);
   if (!acct) throw new AppError(404, 'not_found', 'No such account.');
   const period = creditPeriod(new Date(acct.created_at), now);
-  const inserted = await q(
-    tx,
-    `insert into credit_balance (account_id, period_start, monthly_remaining, onboarding_remaining)
-     values (?, ?, 0, 0) on conflict (account_id) do nothing returning account_id`,
-    [accountId, isoDate(period.start)],
-  );
-  const [row] = await q<BalanceRow>(
-    tx,
-    `select b.period_start, b.monthly_remaining, b.onboarding_remaining, a.monthly_credits, a.onboarding_credits, a.created_at
-       from credit_balance b join account a on a.id = b.account_id
-      where b.account_id = ? for update of b`,
-    [accountId],
-  );
+  const created = await createBalance(tx, accountId, isoDate(period.start));
+  const row = await balanceRow(tx, accountId, { lock: true });
   let balance: Balance = {
     accountId,
     periodStart: period.start,
@@ -67,7 +40,7 @@ export async function lockBalance(tx: Tx, accountId: string, now = new Date()): 
     onboarding: row!.onboarding_remaining,
     monthlyAllowance: row!.monthly_credits,
   };
-  if (inserted.length > 0) {
+  if (created) {
     balance = await applyLedger(tx, balance, {
       kind: 'grant_onboarding', key: 'grant_onboarding', amount: acct.onboarding_credits,
       monthlyDelta: 0, onboardingDelta: acct.onboarding_credits, reason: 'one-time onboarding credits',
@@ -82,21 +55,11 @@ export async function lockBalance(tx: Tx, accountId: string, now = new Date()): 
       kind: 'period_reset', key: `period_reset:${isoDate(period.start)}`, amount: acct.monthly_credits,
       monthlyDelta: acct.monthly_credits - balance.monthly, onboardingDelta: 0, reason: 'monthly period renewed',
     });
-    await q(tx, 'update credit_balance set period_start = ? where account_id = ?', [isoDate(period.start), accountId]);
+    await setPeriodStart(tx, accountId, isoDate(period.start));
   }
   return balance;
 }
 
-export type LedgerEntry = {
-  kind: LedgerKind;
-  key: string;
-  amount: number;
-  monthlyDelta: number;
-  onboardingDelta: number;
-  reservationId?: string;
-  metric?: 'query' | 'ingest';
-  reason?: string;
-};
 
 /** Appends one ledger row and moves the (locked) balance by its deltas; a repeated key is a no-op. */
 export async function applyLedger(tx: Tx, balance: Balance, e: LedgerEntry): Promise<Balance> {
@@ -105,23 +68,8 @@ export async function applyLedger(tx: Tx, balance: Balance, e: LedgerEntry): Pro
   if (monthly < 0 || onboarding < 0) {
     throw new AppError(402, 'account_credits_exhausted', 'Not enough credits.');
   }
-  const rows = await q(
-    tx,
-    `insert into credit_ledger (account_id, idempotency_key, kind, amount, monthly_delta, onboarding_delta,
-       monthly_after, onboarding_after, reservation_id, metric, reason)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     on conflict (account_id, idempotency_key) do nothing returning id`,
-    [balance.accountId, e.key, e.kind, e.amount, e.monthlyDelta, e.onboardingDelta, monthly, onboarding,
-      e.reservationId ?? null, e.metric ?? null, e.reason ?? null],
-  );
-  if (rows.length === 0) return balance; // already applied by an earlier attempt
-  if (e.monthlyDelta !== 0 || e.onboardingDelta !== 0) {
-    await q(
-      tx,
-      'update credit_balance set monthly_remaining = ?, onboarding_remaining = ?, updated_at = now() where account_id = ?',
-      [monthly, onboarding, balance.accountId],
-    );
-  }
+  if (!(await appendLedger(tx, balance.accountId, e, { monthly, onboarding }))) return balance; // already applied by an earlier attempt
+  if (e.monthlyDelta !== 0 || e.onboardingDelta !== 0) await setRemaining(tx, balance.accountId, { monthly, onboarding });
   return { ...balance, monthly, onboarding };
 }
 
@@ -130,11 +78,7 @@ export async function applyLedger(tx: Tx, balance: Balance, e: LedgerEntry): Pro
  * behind each other on the row lock); otherwise the locked path creates or renews it.
  */
 export async function getBalance(em: EntityManager, accountId: string, now = new Date()): Promise<Balance> {
-  const [row] = await em.getConnection().execute<BalanceRow[]>(
-    `select b.period_start, b.monthly_remaining, b.onboarding_remaining, a.monthly_credits, a.onboarding_credits, a.created_at
-       from credit_balance b join account a on a.id = b.account_id where b.account_id = ?`,
-    [accountId],
-  );
+  const row = await balanceRow(em, accountId, { lock: false });
   if (row) {
     const period = creditPeriod(new Date(row.created_at), now);
     if (isoDate(new Date(row.period_start)) >= isoDate(period.start)) {
@@ -168,15 +112,7 @@ export async function adjustCredits(
 
 /** Proves the balance equals the ledger: the sums of all deltas must match the stored balance. */
 export async function verifyLedger(em: EntityManager, accountId: string) {
-  const [row] = await em.getConnection().execute<{
-    ledger_monthly: string | null; ledger_onboarding: string | null; monthly_remaining: number | null; onboarding_remaining: number | null;
-  }[]>(
-    `select (select sum(monthly_delta) from credit_ledger where account_id = ?) as ledger_monthly,
-            (select sum(onboarding_delta) from credit_ledger where account_id = ?) as ledger_onboarding,
-            b.monthly_remaining, b.onboarding_remaining
-       from (select 1) one left join credit_balance b on b.account_id = ?`,
-    [accountId, accountId, accountId],
-  );
+  const row = await ledgerSums(em, accountId);
   const ledger = { monthly: Number(row?.ledger_monthly ?? 0), onboarding: Number(row?.ledger_onboarding ?? 0) };
   const stored = { monthly: row?.monthly_remaining ?? 0, onboarding: row?.onboarding_remaining ?? 0 };
   return { ok: ledger.monthly === stored.monthly && ledger.onboarding === stored.onboarding, ledger, stored };

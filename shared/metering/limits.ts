@@ -1,5 +1,6 @@
+import { bound } from '../db/sql.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { applyLedger, lockBalance, q } from './ledger.ts';
+import { applyLedger, lockBalance } from './ledger.ts';
 
 export type LimitChanges = Partial<{
   queryDailyLimit: number;
@@ -33,7 +34,7 @@ export async function changeLimits(em: EntityManager, accountId: string, changes
   await em.transactional(async (tx) => {
     const balance = await lockBalance(tx, accountId);
     for (const [name, value] of entries) {
-      await q(tx, `update account set ${columns[name]} = ?, updated_at = now() where id = ?`, [value, accountId]);
+      await bound(tx, `update account set ${columns[name]} = ?, updated_at = now() where id = ?`, [value, accountId]);
     }
     await applyLedger(tx, balance, {
       kind: 'limit_change', key: `limit_change:${key}`, amount: 0, monthlyDelta: 0, onboardingDelta: 0,

@@ -1,35 +1,15 @@
 import { AppError } from '../errors.ts';
-import { q, type Tx } from './ledger.ts';
+import { type Tx } from './ledger.ts';
 import { isoDate, secondsUntil, utcDay, utcMonth } from './periods.ts';
+import { countUnit, quotaLimits, unitsUsed, type Metric } from './quotas.queries.ts';
 
-export type Metric = 'query' | 'ingest';
+export type { Metric };
 
 export type QuotaState = {
   metric: Metric;
   daily: { limit: number; used: number; remaining: number; resetAt: Date };
   monthly: { limit: number; used: number; remaining: number; resetAt: Date };
 };
-
-async function limitsFor(tx: Tx, accountId: string, metric: Metric) {
-  const [row] = await q<{ daily: number; monthly: number }>(
-    tx,
-    metric === 'query'
-      ? 'select query_daily_limit as daily, query_monthly_limit as monthly from account where id = ?'
-      : 'select ingest_daily_limit as daily, ingest_monthly_limit as monthly from account where id = ?',
-    [accountId],
-  );
-  if (!row) throw new AppError(404, 'not_found', 'No such account.');
-  return row;
-}
-
-async function usedIn(tx: Tx, accountId: string, metric: Metric, period: 'day' | 'month', start: Date) {
-  const [row] = await q<{ used: number }>(
-    tx,
-    'select used from quota_usage where account_id = ? and metric = ? and period = ? and period_start = ?',
-    [accountId, metric, period, isoDate(start)],
-  );
-  return row?.used ?? 0;
-}
 
 /** A metric's counters from its limits and units used in the current UTC day and month. */
 export function quotaStateOf(
@@ -56,9 +36,10 @@ export function quotaExceeded(state: QuotaState, window: 'daily' | 'monthly', no
 
 /** The counters of one metric now (no change). */
 export async function readQuota(tx: Tx, accountId: string, metric: Metric, now = new Date()): Promise<QuotaState> {
-  const limits = await limitsFor(tx, accountId, metric);
-  const dUsed = await usedIn(tx, accountId, metric, 'day', utcDay(now).start);
-  const mUsed = await usedIn(tx, accountId, metric, 'month', utcMonth(now).start);
+  const limits = await quotaLimits(tx, accountId, metric);
+  if (!limits) throw new AppError(404, 'not_found', 'No such account.');
+  const dUsed = await unitsUsed(tx, accountId, metric, 'day', isoDate(utcDay(now).start));
+  const mUsed = await unitsUsed(tx, accountId, metric, 'month', isoDate(utcMonth(now).start));
   return quotaStateOf(metric, now, { limit: limits.daily, used: dUsed }, { limit: limits.monthly, used: mUsed });
 }
 
@@ -72,12 +53,7 @@ export async function consumeQuota(tx: Tx, accountId: string, metric: Metric, no
   if (state.daily.remaining <= 0) throw quotaExceeded(state, 'daily', now);
   if (state.monthly.remaining <= 0) throw quotaExceeded(state, 'monthly', now);
   for (const [period, start] of [['day', utcDay(now).start], ['month', utcMonth(now).start]] as const) {
-    await q(
-      tx,
-      `insert into quota_usage (account_id, metric, period, period_start, used) values (?, ?, ?, ?, 1)
-       on conflict (account_id, metric, period, period_start) do update set used = quota_usage.used + 1`,
-      [accountId, metric, period, isoDate(start)],
-    );
+    await countUnit(tx, accountId, metric, period, isoDate(start));
   }
   return {
     metric,

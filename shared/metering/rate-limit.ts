@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { dedicatedPool } from '../db/connections.ts';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { DEFAULT_REGISTRATIONS_PER_HOUR } from '../config.ts';
 import { AppError } from '../errors.ts';
@@ -28,7 +28,7 @@ export function createRateLimiter(
   // Every request of an account updates the account's one window row, so requests queue on its lock;
   // committing without waiting for the disk flush releases it sooner. A crash can lose the last few
   // counts, which only lets a few more requests through in that minute.
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 4, options: '-c synchronous_commit=off' });
+  const pool = dedicatedPool(databaseUrl, { max: 4, options: '-c synchronous_commit=off' });
   // pg re-emits a dropped idle connection's error on the pool; without a listener that is an uncaught
   // exception that takes the API down (found by test/faults). The pool has already discarded the client.
   pool.on('error', (err) => logger?.warn({ err }, 'rate limiter: a database connection was dropped'));

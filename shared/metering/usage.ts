@@ -1,14 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { lockBalance, q } from './ledger.ts';
+import { lockBalance } from './ledger.ts';
+import { dailyCharges, newestLedgerRows, type LedgerRow } from './ledger.queries.ts';
 import { isoDate, utcDay } from './periods.ts';
 import { readQuota } from './quotas.ts';
+import { dailyUnits } from './quotas.queries.ts';
 
 const DAYS = 30;
-
-type LedgerRow = {
-  id: string; kind: string; amount: number; monthly_delta: number; onboarding_delta: number; monthly_after: number;
-  onboarding_after: number; metric: string | null; reason: string | null; created_at: Date; reservation_id: string | null;
-};
 
 /**
  * The ledger as a person reads it: one line per operation, its amount the signed change of the balance
@@ -23,13 +20,7 @@ type LedgerRow = {
  */
 async function foldedLedger(tx: EntityManager, accountId: string, limit: number) {
   for (let window = limit * 3 + 3; ; window *= 2) {
-    const rows = await q<LedgerRow>(
-      tx,
-      `select id, kind, amount, monthly_delta, onboarding_delta, monthly_after, onboarding_after, metric, reason, created_at,
-              reservation_id
-         from credit_ledger where account_id = ? order by id desc limit ?`,
-      [accountId, window],
-    );
+    const rows = await newestLedgerRows(tx, accountId, window);
     const lines = new Map<string, { first: LedgerRow; last: LedgerRow; monthly: number; onboarding: number; settled: boolean }>();
     for (const r of [...rows].reverse()) {
       const key = r.reservation_id ?? `row:${r.id}`;
@@ -70,18 +61,8 @@ export async function usageReport(em: EntityManager, accountId: string, ledgerLi
     const ledger = await foldedLedger(tx, accountId, ledgerLimit);
 
     const firstDay = new Date(utcDay(now).start.getTime() - (DAYS - 1) * 86_400_000);
-    const counts = await q<{ day: string; metric: string; used: number }>(
-      tx,
-      `select to_char(period_start, 'YYYY-MM-DD') as day, metric, used from quota_usage
-        where account_id = ? and period = 'day' and period_start >= ?`,
-      [accountId, isoDate(firstDay)],
-    );
-    const credits = await q<{ day: string; charged: string }>(
-      tx,
-      `select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day, sum(amount) as charged from credit_ledger
-        where account_id = ? and kind = 'charge' and created_at >= ? group by 1`,
-      [accountId, firstDay.toISOString()],
-    );
+    const counts = await dailyUnits(tx, accountId, isoDate(firstDay));
+    const credits = await dailyCharges(tx, accountId, firstDay);
     const days = Array.from({ length: DAYS }, (_, i) => {
       const date = isoDate(new Date(firstDay.getTime() + i * 86_400_000));
       const used = (m: string) => counts.find((c) => c.day === date && c.metric === m)?.used ?? 0;

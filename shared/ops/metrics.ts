@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Orm } from '../db/orm.ts';
+import { bound } from '../db/sql.ts';
 
 // Prometheus metrics. Each process builds its own registry (no global default registry), so tests can
 // run several apps in one process. Work-queue state is read from PostgreSQL at scrape time: it is the
@@ -20,7 +21,7 @@ function stateGauge(registry: Registry, orm: Orm, name: string, help: string, la
     labelNames,
     registers: [registry],
     async collect() {
-      const rows = await orm.em.fork().getConnection().execute<CountRow[]>(sql);
+      const rows = await bound<CountRow>(orm.em.fork(), sql, []);
       this.reset();
       for (const r of rows) {
         const labels: Record<string, string> = { [labelNames[0]!]: r.label };

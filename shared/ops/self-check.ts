@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { SelfCheck } from '../db/entities/index.ts';
+import { bound, sql } from '../db/sql.ts';
 
 export type SelfCheckRecord = { checkId: string; workerIdentity: string; checkedAt: string };
 
@@ -11,11 +11,9 @@ export async function recordSelfCheck(
   em: EntityManager,
   input: { checkId: string; requestedBy: string; workerIdentity: string },
 ): Promise<SelfCheckRecord> {
-  await em.getConnection().execute(
-    `insert into self_check (id, requested_by, worker_identity, checked_at)
-     values (?, ?, ?, now()) on conflict (id) do nothing`,
-    [input.checkId, input.requestedBy, input.workerIdentity],
-  );
-  const row = await em.findOneOrFail(SelfCheck, { id: input.checkId });
-  return { checkId: row.id, workerIdentity: row.workerIdentity, checkedAt: row.checkedAt.toISOString() };
+  await bound(em, sql`insert into self_check (id, requested_by, worker_identity, checked_at)
+    values (${input.checkId}, ${input.requestedBy}, ${input.workerIdentity}, now()) on conflict (id) do nothing`);
+  const [row] = await bound<{ id: string; worker_identity: string; checked_at: Date }>(em,
+    sql`select id, worker_identity, checked_at from self_check where id = ${input.checkId}`);
+  return { checkId: row!.id, workerIdentity: row!.worker_identity, checkedAt: new Date(row!.checked_at).toISOString() };
 }

@@ -1,8 +1,11 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound, prepared } from '../db/sql.ts';
+import { prepared } from '../db/sql.ts';
 import { AppError } from '../errors.ts';
+import { assertSameRequest, operationInProgress } from '../idempotency.ts';
 import { reserve, reserveArgs, reservedFrom, type Reserved, type ReserveInput, type ReserveRow } from '../metering/reservations.ts';
+import type { Analysis } from '../retrieval/retrieve.ts';
+import { abandonOperation, CLAIM_AND_ANALYSE, heldOperation, takeOverStale, type StoredOperation } from './operations.queries.ts';
 
 /**
  * Stored idempotent query operations (spec 2.3, 7, 8 rule 5). The first request with a key claims the
@@ -15,106 +18,52 @@ import { reserve, reserveArgs, reservedFrom, type Reserved, type ReserveInput, t
 
 export const STALE_AFTER_MS = 120_000;
 
-export type StoredOperation = { result: Record<string, unknown>; headers: Record<string, string> };
 
 /**
  * `reserved`: the credit reservation made with a new claim; absent when a stale claim was taken over
- * (the caller reserves then). `alongside`: the row of the columns asked to be selected with a new
+ * (the caller reserves then). `analysed`: the row of the query's analysis columns selected with a new
  * claim; absent likewise.
  */
 export type Begun =
-  | { kind: 'started'; operationId: string; reserved?: Reserved; alongside?: Record<string, unknown> }
+  | { kind: 'started'; operationId: string; reserved?: Reserved; analysed?: Record<string, unknown> }
   | { kind: 'replay'; stored: StoredOperation };
 
-type Row = { id: string; request_hash: string; status: 'running' | 'completed'; result: Record<string, unknown> | null; headers: Record<string, string> | null; expired: boolean; stale: boolean };
-
-/** A stable digest of everything that makes two requests the same operation. */
-export function requestHash(value: unknown): string {
-  const canonical = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(canonical)
-      : v && typeof v === 'object'
-        ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, canonical(x)]))
-        : v;
-  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex');
-}
-
 /**
- * Claims the key (or finds what holds it). A new claim also reserves the operation's credits in the
- * same statement (cairn_reserve, with the operation's id as the reservation's): one round trip
- * instead of two. A refused reservation (402, 429) releases the claim and is thrown. `alongside`:
- * read-only columns the operation needs first (the query's analysis), selected by the same statement
- * when the claim is new.
+ * Claims the key (or finds what holds it) with CLAIM_AND_ANALYSE (operations.queries.ts). A refused reservation (402, 429)
+ * releases the claim and is thrown.
  */
 export async function beginOperation(
   em: EntityManager,
   input: {
     accountId: string; idempotencyKey: string; requestHash: string; retentionMs: number; reserve: Omit<ReserveInput, 'reservationId'>;
-    alongside?: { columns: string; params: unknown[] } | null;
+    analysis: Analysis | null;
   },
 ): Promise<Begun> {
   const id = randomUUID();
-  // The claim commits without waiting for its disk flush (synchronous_commit off for this statement's
-  // transaction only): nothing is answered before the operation's completion, a synchronous commit
-  // that flushes this one with it (WAL is flushed in order). A crash before that loses at most a
-  // claim whose query answered nothing; the retry then starts anew.
   const now = new Date();
-  const alongside = input.alongside;
   const [created] = await prepared<ReserveRow & Record<string, unknown>>(
     em,
-    `with op as (
-       insert into query_operation (id, account_id, idempotency_key, request_hash, status)
-       select ?, ?, ?, ?, 'running' from (select set_config('synchronous_commit', 'off', true)) c
-       on conflict (account_id, idempotency_key) do nothing returning id)
-     select f.*${alongside ? `, ${alongside.columns}` : ''} from op, lateral cairn_reserve(op.id, ?, ?, ?, ?, ?, ?) f`,
-    [id, input.accountId, input.idempotencyKey, input.requestHash, ...(alongside?.params ?? []), ...reserveArgs(input.reserve, now)],
+    CLAIM_AND_ANALYSE({ id, ...input }, reserveArgs(input.reserve, now), input.analysis),
   );
   if (created) {
     const request = { ...input.reserve, reservationId: id };
     try {
       // 'stale': the balance is created or renewed, then reserved on its own (nothing was written).
       const reserved = created.r_status === 'stale' ? await reserve(em, request, now) : reservedFrom(request, created, now);
-      return { kind: 'started', operationId: id, reserved, ...(alongside ? { alongside: created } : {}) };
+      return { kind: 'started', operationId: id, reserved, ...(input.analysis ? { analysed: created } : {}) };
     } catch (err) {
       await abandonOperation(em, id);
       throw err;
     }
   }
-  const [row] = await bound<Row>(
-    em,
-    `select id, request_hash, status, result, headers,
-            created_at < now() - (? * interval '1 millisecond') as expired,
-            started_at < now() - (? * interval '1 millisecond') as stale
-       from query_operation where account_id = ? and idempotency_key = ?`,
-    [input.retentionMs, STALE_AFTER_MS, input.accountId, input.idempotencyKey],
-  );
+  const row = await heldOperation(em, input.accountId, input.idempotencyKey, { retentionMs: input.retentionMs, staleAfterMs: STALE_AFTER_MS });
   // The row went away between the two statements (its operation failed): claim the key again.
   if (!row) return beginOperation(em, input);
   if (row.expired) throw new AppError(409, 'idempotency_expired', 'The stored operation for this idempotencyKey has expired; start anew with a new key.');
-  if (row.request_hash !== input.requestHash) {
-    throw new AppError(409, 'idempotency_conflict', 'This idempotencyKey was used for a different query.');
-  }
+  assertSameRequest({ requestHash: row.request_hash }, input.requestHash, null, 'This idempotencyKey was used for a different query.');
   if (row.status === 'completed') return { kind: 'replay', stored: { result: row.result!, headers: row.headers ?? {} } };
   if (row.stale) {
-    const taken = await bound<{ id: string }>(
-      em,
-      `update query_operation set started_at = now() where id = ? and status = 'running'
-          and started_at < now() - (? * interval '1 millisecond') returning id`,
-      [row.id, STALE_AFTER_MS],
-    );
-    if (taken.length) return { kind: 'started', operationId: row.id };
+    if (await takeOverStale(em, row.id, STALE_AFTER_MS)) return { kind: 'started', operationId: row.id };
   }
-  throw new AppError(409, 'operation_in_progress', 'A query with this idempotencyKey is still running; retry shortly.', { 'retry-after': '1' });
-}
-
-export async function completeOperation(em: EntityManager, operationId: string, stored: StoredOperation): Promise<void> {
-  await prepared(
-    em,
-    `update query_operation set status = 'completed', result = ?::jsonb, headers = ?::jsonb, completed_at = now() where id = ?`,
-    [JSON.stringify(stored.result), JSON.stringify(stored.headers), operationId],
-  );
-}
-
-export async function abandonOperation(em: EntityManager, operationId: string): Promise<void> {
-  await bound(em, `delete from query_operation where id = ? and status = 'running'`, [operationId]);
+  throw operationInProgress('A query with this idempotencyKey is still running; retry shortly.', { 'retry-after': '1' });
 }

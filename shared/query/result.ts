@@ -3,7 +3,7 @@ import type { Preset } from '../contracts/account.ts';
 import type { Evidence, QueryRequest, QueryResult, Support } from '../contracts/query.ts';
 import type { Boundary } from '../retrieval/boundary.ts';
 import type { Candidate, Origin } from '../retrieval/candidates.ts';
-import { sealCitation } from '../retrieval/citations.ts';
+import type { CitedRef } from '../retrieval/citations.ts';
 import type { KnownConflict } from '../retrieval/conflicts.ts';
 import type { Scored } from '../retrieval/ranking.ts';
 import { EVIDENCE_LIMIT, type Retrieval } from '../retrieval/retrieve.ts';
@@ -110,10 +110,10 @@ export function buildContext(evidence: LabelledEvidence[], conflicts: Conflict[]
 const round = (n: number) => Math.round(n * 10_000) / 10_000;
 
 /** The message a claim was derived from, cited, with the span the claim quotes. */
-function support(key: Buffer, accountId: string, claim: Scored, m: Candidate): Support {
+function support(seal: (ref: CitedRef) => string, claim: Scored, m: Candidate): Support {
   const span = claim.span && claim.span.end > claim.span.start && claim.span.end <= m.text.length ? claim.span : { start: 0, end: m.text.length };
   return {
-    citationHandle: sealCitation(key, accountId, m.ref), kind: 'message', text: m.text, quote: m.text.slice(span.start, span.end), span,
+    citationHandle: seal(m.ref), kind: 'message', text: m.text, quote: m.text.slice(span.start, span.end), span,
     origin: m.origin as Extract<Origin, { type: 'message' }>,
   };
 }
@@ -123,24 +123,24 @@ export function assemble(input: {
   preset: Preset;
   retrieval: Retrieval;
   boundary: Boundary;
-  key: Buffer;
-  accountId: string;
+  /** The citation handle of a piece of evidence, for the caller's account. */
+  seal: (ref: CitedRef) => string;
   /** Contradictions memory has recorded among the retrieved claims (retrieval/conflicts.ts). */
   knownConflicts?: KnownConflict[];
 }): Assembled {
-  const { req, preset, retrieval, boundary, key, accountId } = input;
+  const { req, preset, retrieval, boundary, seal } = input;
   const top: Scored[] = retrieval.ranked.slice(0, EVIDENCE_LIMIT);
   const evidence: LabelledEvidence[] = top.map((c, i) => ({
-    citationHandle: sealCitation(key, accountId, c.ref),
+    citationHandle: seal(c.ref),
     kind: c.kind,
     text: c.text,
     score: round(c.score),
     rank: i + 1,
     origin: c.origin,
     label: labelOf(c.origin),
-    ...(c.supports?.length ? { supports: c.supports.map((m) => support(key, accountId, c, m)) } : {}),
+    ...(c.supports?.length ? { supports: c.supports.map((m) => support(seal, c, m)) } : {}),
   }));
-  const known = (input.knownConflicts ?? []).map((k) => ({ ...k, handles: k.claims.map((c) => sealCitation(key, accountId, c.ref)) }));
+  const known = (input.knownConflicts ?? []).map((k) => ({ ...k, handles: k.claims.map((c) => seal(c.ref)) }));
   const conflicts = findConflicts(evidence, known);
   const context = req.mode === 'evidence' ? null : buildContext(evidence, conflicts, CONTEXT_MAX_CHARS[preset]);
 

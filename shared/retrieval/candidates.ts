@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
+import { contentHash } from '../hash.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EvidenceKind } from '../contracts/query.ts';
 import type { ClaimDoc, Hit, MessageDoc, QueryWord, RecordDoc } from './account-index.ts';
 import { CLAIM, MESSAGE, NEIGHBOURS, RECORD, type Statistics } from './bm25.ts';
-import { bound, prepared } from '../db/sql.ts';
+import { bound, prepared, sql, type Sql } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
 import type { CitedRef } from './citations.ts';
 import { recordTermHit, type TermMatch } from './terms.ts';
@@ -69,40 +69,30 @@ export type Candidate = {
   span?: { start: number; end: number };
 };
 
-type Sql = { text: string; params: unknown[] };
-
-/** Score and predicate of a match, over the column `col` (text) and `tsv`. */
-function matchSql(m: Match, alias: string, textCol: string, idCol = `${alias}.id`): { from: string; score: string; where: string; params: { from: unknown[]; where: unknown[] } } {
+/** Score, extra from-items and predicate of a match on the table aliased `alias`. */
+function matchSql(m: Match, alias: string): { from: Sql; score: Sql; where: Sql } {
   switch (m.type) {
     case 'fts':
-      return {
-        from: `, (select ?::tsquery as tq) q`,
-        score: `ts_rank(${alias}.tsv, q.tq, 1)`,
-        where: `${alias}.tsv @@ q.tq`,
-        params: { from: [m.tsquery], where: [] },
-      };
+      return { from: sql`, (select ${m.tsquery}::tsquery as tq) q`, score: sql.raw(`ts_rank(${alias}.tsv, q.tq, 1)`), where: sql.raw(`${alias}.tsv @@ q.tq`) };
     case 'recent':
-      return { from: '', score: '0', where: 'true', params: { from: [], where: [] } };
+      return { from: sql.empty, score: sql.raw('0'), where: sql.raw('true') };
     case 'ids':
     case 'scored':
-      return { from: '', score: '0', where: `${idCol} = any(?::uuid[])`, params: { from: [], where: [m.ids] } };
+      return { from: sql.empty, score: sql.raw('0'), where: sql`${sql.raw(alias)}.id = any(${m.ids}::uuid[])` };
   }
 }
 
-function build(
-  m: Match,
-  base: { select: string; from: string; alias: string; textCol: string; dateCol: string; where: string[]; params: unknown[] },
-  limit: number,
-): Sql {
-  const ms = matchSql(m, base.alias, base.textCol);
+const and = (conditions: Sql[]) => sql.join(conditions, ' and ');
+
+function build(m: Match, base: { select: string; from: string; alias: string; dateCol: string; where: Sql[] }, limit: number): Sql {
+  const ms = matchSql(m, base.alias);
   const order = m.type === 'recent' || m.type === 'ids' ? `${base.dateCol} desc` : 'score desc';
-  const text = `with hit as (
-      select ${base.alias}.id, ${ms.score} as score
-        from ${base.from}${ms.from}
-       where ${[...base.where, ms.where].join(' and ')}
-       order by ${order} limit ?)
-    ${base.select}`;
-  return { text, params: [...ms.params.from, ...base.params, ...ms.params.where, limit] };
+  return sql`with hit as (
+      select ${sql.raw(base.alias)}.id, ${ms.score} as score
+        from ${sql.raw(base.from)}${ms.from}
+       where ${and([...base.where, ms.where])}
+       order by ${sql.raw(order)} limit ${limit})
+    ${sql.raw(base.select)}`;
 }
 
 const RECORD_SELECT = `select r.id, r.kind, r.text, r.start_offset, r.end_offset, r.section_path, r.page, r.content_hash, r.tsv::text as tsv,
@@ -112,52 +102,47 @@ const RECORD_SELECT = `select r.id, r.kind, r.text, r.start_offset, r.end_offset
 
 function recordSql(b: Boundary, m: Match, limit: number): Sql {
   // Every boundary condition of source records is a condition on their source.
-  const sourceWhere = ["s.status = 'active'"];
-  const params: unknown[] = [];
-  if (b.audiences) { sourceWhere.push('s.audience = any(?::text[])'); params.push(b.audiences); }
+  const sourceWhere = [sql.raw("s.status = 'active'")];
+  if (b.audiences) sourceWhere.push(sql`s.audience = any(${b.audiences}::text[])`);
   // The selected sources on the scanned table's own column (r.source_id can use the record's index).
-  const sourceCol = m.type === 'fts' ? 's.id' : 'r.source_id';
-  if (b.sourceIds) { sourceWhere.push(`${sourceCol} = any(?::uuid[])`); params.push(b.sourceIds); }
-  if (m.type === 'fts') {
-    const hit = recordTermHit(b.accountId, m, { where: sourceWhere, params }, limit);
-    return { text: `${hit.text} ${RECORD_SELECT}`, params: hit.params };
-  }
+  const sourceCol = sql.raw(m.type === 'fts' ? 's.id' : 'r.source_id');
+  if (b.sourceIds) sourceWhere.push(sql`${sourceCol} = any(${b.sourceIds}::uuid[])`);
+  if (m.type === 'fts') return sql`${recordTermHit(b.accountId, m, sourceWhere, limit)} ${sql.raw(RECORD_SELECT)}`;
   if (m.type === 'scored') {
     // The boundary is applied again here: the in-memory ranking never decides what may be returned.
     // The ids and scores travel as array literals, built here in one join each.
     // By ctid, the id must match too: a row that moved is simply not found there (fetchCandidates
     // then asks for it by id).
-    const [hit, join, tids] = m.tids
-      ? ['unnest(?::uuid[], ?::real[], ?::tid[]) h(id, score, tid)', 'r.ctid = hit.tid and r.id = hit.id', [`{${m.tids.join(',')}}`]]
-      : ['unnest(?::uuid[], ?::real[]) h(id, score)', 'r.id = hit.id', []];
-    return {
-      text: `with hit as (select * from ${hit}) ${RECORD_SELECT.replace('r.tsv::text as tsv', 'null::text as tsv').replace('r.id = hit.id', join)}
-        where r.account_id = ? and ${sourceWhere.join(' and ')}`,
-      params: [`{${m.ids.join(',')}}`, `{${m.scores.join(',')}}`, ...tids, b.accountId, ...params],
-    };
+    const ids = `{${m.ids.join(',')}}`;
+    const scores = `{${m.scores.join(',')}}`;
+    const [hit, join] = m.tids
+      ? [sql`unnest(${ids}::uuid[], ${scores}::real[], ${`{${m.tids.join(',')}}`}::tid[]) h(id, score, tid)`, 'r.ctid = hit.tid and r.id = hit.id']
+      : [sql`unnest(${ids}::uuid[], ${scores}::real[]) h(id, score)`, 'r.id = hit.id'];
+    return sql`with hit as (select * from ${hit}) ${sql.raw(RECORD_SELECT.replace('r.tsv::text as tsv', 'null::text as tsv').replace('r.id = hit.id', join))}
+        where r.account_id = ${b.accountId} and ${and(sourceWhere)}`;
   }
-  const where = ['r.account_id = ?', ...sourceWhere];
   return build(m, {
-    alias: 'r', textCol: 'r.text', dateCol: 'r.created_at', where, params: [b.accountId, ...params],
+    alias: 'r', dateCol: 'r.created_at', where: [sql`r.account_id = ${b.accountId}`, ...sourceWhere],
     from: 'record r join source s on s.id = r.source_id', select: RECORD_SELECT,
   }, limit);
 }
 
-export function memoryWhere(b: Boundary, alias: 'm' | 'c'): { where: string[]; params: unknown[] } {
-  const where = [`${alias}.account_id = ?`, "p.workspace = 'default'"];
-  const params: unknown[] = [b.accountId];
-  if (alias === 'm') where.push('m.available');
-  else where.push("c.state = 'current'", "c.eligibility = 'eligible'");
-  if (b.audiences) { where.push(`${alias}.audience = any(?::text[])`); params.push(b.audiences); }
-  if (b.peerIds) { where.push(`${alias}.peer_id = any(?::uuid[])`); params.push(b.peerIds); }
-  if (b.sessionIds) { where.push(`${alias}.session_id = any(?::uuid[])`); params.push(b.sessionIds); }
-  if (b.agentId) { where.push(`${alias}.agent_id = ?`); params.push(b.agentId); }
-  return { where, params };
+/** The boundary's conditions on memory messages (`m`) or claims (`c`), joined with their peer `p`. */
+export function memoryWhere(b: Boundary, alias: 'm' | 'c'): Sql[] {
+  const a = sql.raw(alias);
+  const where = [sql`${a}.account_id = ${b.accountId}`, sql.raw("p.workspace = 'default'")];
+  if (alias === 'm') where.push(sql.raw('m.available'));
+  else where.push(sql.raw("c.state = 'current'"), sql.raw("c.eligibility = 'eligible'"));
+  if (b.audiences) where.push(sql`${a}.audience = any(${b.audiences}::text[])`);
+  if (b.peerIds) where.push(sql`${a}.peer_id = any(${b.peerIds}::uuid[])`);
+  if (b.sessionIds) where.push(sql`${a}.session_id = any(${b.sessionIds}::uuid[])`);
+  if (b.agentId) where.push(sql`${a}.agent_id = ${b.agentId}`);
+  return where;
 }
 
 function messageSql(b: Boundary, m: Match, limit: number): Sql {
   return build(m, {
-    alias: 'm', textCol: 'm.content', dateCol: 'm.created_at', ...memoryWhere(b, 'm'),
+    alias: 'm', dateCol: 'm.created_at', where: memoryWhere(b, 'm'),
     from: 'memory_message m join memory_peer p on p.id = m.peer_id',
     select: `select m.id, m.content as text, m.role, m.agent_id, m.audience, m.created_at, m.event_id, m.position, m.content_hash,
         m.tsv::text as tsv, p.label as peer, se.label as session, hit.score, m.session_id
@@ -168,7 +153,7 @@ function messageSql(b: Boundary, m: Match, limit: number): Sql {
 
 function claimSql(b: Boundary, m: Match, limit: number): Sql {
   return build(m, {
-    alias: 'c', textCol: 'c.content', dateCol: 'c.valid_from', ...memoryWhere(b, 'c'),
+    alias: 'c', dateCol: 'c.valid_from', where: memoryWhere(b, 'c'),
     from: 'memory_claim c join memory_peer p on p.id = c.peer_id',
     select: `select c.id, c.content as text, c.authority, c.state, c.valid_from, c.agent_id, c.audience, c.tsv::text as tsv,
         p.label as peer, se.label as session, hit.score, case when c.authority = 'correction_memory' then null else c.message_id end as link,
@@ -180,7 +165,6 @@ function claimSql(b: Boundary, m: Match, limit: number): Sql {
 
 type Row = Record<string, unknown> & { id: string; text: string; tsv: string | null; score: number | string };
 const iso = (d: unknown) => new Date(d as string).toISOString();
-const normHash = (t: string) => createHash('sha256').update(t.normalize('NFC').replace(/\s+/g, ' ').trim()).digest('hex');
 
 function toRecord(r: Row, via: Via): Candidate {
   return {
@@ -210,7 +194,7 @@ function toMessage(r: Row, via: Via): Candidate {
 
 function toClaim(r: Row, via: Via): Candidate {
   return {
-    ref: { table: 'claim', id: r.id }, kind: 'claim', text: r.text, contentHash: normHash(r.text),
+    ref: { table: 'claim', id: r.id }, kind: 'claim', text: r.text, contentHash: contentHash(r.text),
     vector: parseTsVector(r.tsv), firstScore: Number(r.score), via, date: new Date(r.valid_from as string), authority: r.authority as string,
     origin: {
       type: 'claim', claimId: r.id, peer: r.peer as string, session: (r.session as string) ?? null, authority: r.authority as string,
@@ -231,8 +215,7 @@ async function movedRecords(em: EntityManager, b: Boundary, m: Extract<Match, { 
   const at = m.ids.flatMap((id, i) => (have.has(id) ? [] : [i]));
   // The same statement by id: the same vector form, the missing ids and their scores.
   const { tids: _, ...byId } = m;
-  const sql = recordSql(b, { ...byId, ids: at.map((i) => m.ids[i]!), scores: at.map((i) => m.scores[i]!) }, limit);
-  return prepared<Row>(em, sql.text, sql.params);
+  return prepared<Row>(em, recordSql(b, { ...byId, ids: at.map((i) => m.ids[i]!), scores: at.map((i) => m.scores[i]!) }, limit));
 }
 
 /** Candidates from every table the boundary includes, fetched concurrently. */
@@ -243,8 +226,8 @@ export async function fetchCandidates(em: EntityManager, b: Boundary, m: Match, 
   const via: Via = m.type === 'scored' ? 'fts' : m.type;
   // The hot path's statements (documents a ranking named) take a few forms and are prepared; the
   // other statements are occasional.
-  const run = (sql: Sql, map: (r: Row, via: Via) => Candidate) =>
-    (m.type === 'scored' || m.type === 'ids' ? prepared<Row> : bound<Row>)(em, sql.text, sql.params).then(async (rows) => {
+  const run = (statement: Sql, map: (r: Row, via: Via) => Candidate) =>
+    (m.type === 'scored' || m.type === 'ids' ? prepared<Row> : bound<Row>)(em, statement).then(async (rows) => {
       if (m.type === 'scored' && m.tids && rows.length < m.ids.length) rows = rows.concat(await movedRecords(em, b, m, rows, limit));
       return rows.map((r) => map(r, via));
     });
@@ -286,15 +269,15 @@ export async function fetchCited(em: EntityManager, b: Boundary, ref: CitedRef):
  */
 async function neighbours(em: EntityManager, b: Boundary, of: Candidate[]): Promise<Candidate[]> {
   if (!of.length) return [];
-  const { where, params } = memoryWhere(b, 'm');
-  const side = (cmp: '<' | '>', dir: 'desc' | 'asc') => `(select m.id from memory_message m join memory_peer p on p.id = m.peer_id
-       where m.session_id = x.session_id and (m.created_at, m.event_id, m.position) ${cmp} (x.created_at, x.event_id, x.position)
-         and ${where.join(' and ')}
-       order by m.created_at ${dir}, m.event_id ${dir}, m.position ${dir} limit ${NEIGHBOURS})`;
+  const where = and(memoryWhere(b, 'm'));
+  const side = (cmp: '<' | '>', dir: 'desc' | 'asc') => sql`(select m.id from memory_message m join memory_peer p on p.id = m.peer_id
+       where m.session_id = x.session_id and (m.created_at, m.event_id, m.position) ${sql.raw(cmp)} (x.created_at, x.event_id, x.position)
+         and ${where}
+       order by m.created_at ${sql.raw(dir)}, m.event_id ${sql.raw(dir)}, m.position ${sql.raw(dir)} limit ${sql.raw(String(NEIGHBOURS))})`;
   const have = new Set(of.map((c) => c.ref.id));
-  const rows = await bound<{ id: string }>(em, `select distinct n.id from memory_message x
+  const rows = await bound<{ id: string }>(em, sql`select distinct n.id from memory_message x
       cross join lateral (${side('<', 'desc')} union all ${side('>', 'asc')}) n
-     where x.id = any(?::uuid[])`, [...params, ...params, of.map((c) => c.ref.id)]);
+     where x.id = any(${of.map((c) => c.ref.id)}::uuid[])`);
   const ids = rows.map((r) => r.id).filter((id) => !have.has(id));
   return ids.length ? fetchCandidates(em, b, { type: 'ids', ids }, ids.length, { records: false, claims: false }) : [];
 }

@@ -1,11 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { prepared } from '../db/sql.ts';
+import { prepared, sql, type Sql } from '../db/sql.ts';
 import { AccountIndex, type Filter, type Hit, type QueryWord, type SearchResult } from './account-index.ts';
 import { CLAIM, MESSAGE, RECORD } from './bm25.ts';
 import type { Boundary } from './boundary.ts';
 import { candidateDoc, fallbackCandidates, fallbackStatistics, fetchCandidates, fetchHits, nearSpellings, type Candidate } from './candidates.ts';
 import { rank, type Ranked, type Scored, type Strategy } from './ranking.ts';
-import { MEMORY_VERSION_SQL, RECORD_VERSION_SQL, type SearchIndex } from './search-index.ts';
+import { memoryVersion, recordVersion, type SearchIndex } from './search-index.ts';
 import { isStopWord, words } from './text.ts';
 
 /**
@@ -65,21 +65,20 @@ const asPrefix = (w: string, expand: boolean) => expand && w.length >= 5 && !/\d
 type Analyzed = { lexemes: string[]; versions: { records: number; memory: number }; words: QueryWord[]; text: string[] };
 
 /**
- * What a query's retrieval reads first, as columns of one select list (`columns` and its `params`):
- * the account's index versions and each query word's lexemes. The query route selects them in its
- * operation claim's statement (shared/query/operations.ts), sparing a round trip; otherwise retrieve()
+ * What a query's retrieval reads first, as the columns of one select list: the account's index
+ * versions and each query word's lexemes. A query selects them in the statement that claims its
+ * operation (shared/query/operations.ts, CLAIM_AND_ANALYSE), sparing a round trip; otherwise retrieve()
  * selects them on their own. Null when the query has no words to search for.
  */
-export type Analysis = { columns: string; params: unknown[]; read(row: Record<string, unknown>): Analyzed };
+export type Analysis = { columns: Sql; read(row: Record<string, unknown>): Analyzed };
 
 export function analysis(boundary: Boundary, query: string | undefined, strategy: Strategy, plan = PLANS[strategy]): Analysis | null {
   const ws = query ? queryWords(query) : [];
   if (!query || ws.length === 0) return null;
   return {
-    columns: `${RECORD_VERSION_SQL} as record_version, ${MEMORY_VERSION_SQL} as memory_version,
+    columns: sql`${recordVersion(boundary.accountId)} as record_version, ${memoryVersion(boundary.accountId)} as memory_version,
             (select json_agg(tsvector_to_array(to_tsvector('english', w.word)) order by w.n)
-               from unnest(?::text[]) with ordinality w(word, n)) as wl`,
-    params: [boundary.accountId, boundary.accountId, ws],
+               from unnest(${ws}::text[]) with ordinality w(word, n)) as wl`,
     read(row) {
       const wl = (row.wl as string[][] | null) ?? [];
       const searched = ws.flatMap((w, i) => (wl[i]?.length ? [{ text: w, terms: wl[i]!.map((lexeme) => ({ lexeme, prefix: asPrefix(w, plan.expand) })) }] : []));
@@ -152,7 +151,7 @@ export async function retrieve(
     const ranked = rank(cands.map((c) => ({ cand: c, score: 1 })), strategy);
     return { ranked, semantic: 'off', candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
   }
-  const row = opts.analyzed?.row ?? (await prepared<Record<string, unknown>>(em, `select ${reading.columns}`, reading.params))[0] ?? {};
+  const row = opts.analyzed?.row ?? (await prepared<Record<string, unknown>>(em, sql`select ${reading.columns}`))[0] ?? {};
   const a = reading.read(row);
   // The question is embedded while the copy is checked (accuracy, with an embeddings provider).
   const embedder = plan.semantic ? opts.index?.embedder : null;

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm.ts';
-import { bound } from '../db/sql.ts';
+import { bound, sql, type Sql } from '../db/sql.ts';
 import type { Logger } from '../logger.ts';
 import { AccountIndex, parseTid, type ClaimDoc, type MessageDoc, type RecordDoc } from './account-index.ts';
 import { CLAIM, MESSAGE, RECORD } from './bm25.ts';
@@ -26,8 +26,8 @@ import { RECORD_LENGTH } from './terms.ts';
  */
 
 /** The account's record and memory versions, as text; one `?` each: the account id. */
-export const RECORD_VERSION_SQL = 'coalesce((select version from record_index_version where account_id = ?), 0)::text';
-export const MEMORY_VERSION_SQL = 'coalesce((select version from memory_index_version where account_id = ?), 0)::text';
+export const recordVersion = (accountId: string): Sql => sql`coalesce((select version from record_index_version where account_id = ${accountId}), 0)::text`;
+export const memoryVersion = (accountId: string): Sql => sql`coalesce((select version from memory_index_version where account_id = ${accountId}), 0)::text`;
 
 export type Versions = { records: number; memory: number };
 
@@ -150,10 +150,9 @@ export function createSearchIndex(opts: { orm: Orm; maxBytes: number; logger?: L
     const em = opts.orm.em.fork();
     // Versions first: whatever commits later moves them past what this load is stamped with.
     const [v] = await bound<{ records: string; memory: string; estimate: string }>(em,
-      `select ${RECORD_VERSION_SQL} as records, ${MEMORY_VERSION_SQL} as memory,
-              coalesce((select (message_length + claim_length) * ${POSTING_BYTES} + (messages + claims) * ${DOC_BYTES}
-                          from memory_index_version where account_id = ?), 0)::text as estimate`,
-      [accountId, accountId, accountId]);
+      sql`select ${recordVersion(accountId)} as records, ${memoryVersion(accountId)} as memory,
+              coalesce((select (message_length + claim_length) * ${sql.raw(String(POSTING_BYTES))} + (messages + claims) * ${sql.raw(String(DOC_BYTES))}
+                          from memory_index_version where account_id = ${accountId}), 0)::text as estimate`);
     const versions: Versions = { records: Number(v!.records), memory: Number(v!.memory) };
     const key = `${versions.records}:${versions.memory}`;
     const held = accounts.get(accountId);

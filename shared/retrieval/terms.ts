@@ -1,3 +1,5 @@
+import { sql, type Sql } from '../db/sql.ts';
+
 /**
  * The impact index of source records (table record_term, migration 0014): per source, batch of
  * records and lexeme, the ids of the records containing the lexeme and each one's impact, its share of
@@ -42,25 +44,24 @@ export type TermMatch = { words: string[]; prefix: boolean[] };
 export function recordTermHit(
   accountId: string,
   m: TermMatch,
-  sourceWhere: { where: string[]; params: unknown[] },
+  sourceWhere: Sql[],
   limit: number,
-): { text: string; params: unknown[] } {
+): Sql {
   // Each query lexeme's rows are one index range, read in a subquery of their own (offset 0 keeps the
   // planner from merging it into the join, where it preferred reading the whole table).
-  const text = `with q as (
+  return sql`with q as (
       select distinct l.lexeme collate "C" as lexeme,
              (case when w.prefix then l.lexeme || chr(1114111) else l.lexeme end) collate "C" as last
-        from unnest(?::text[], ?::boolean[]) w(word, prefix), unnest(to_tsvector('english', w.word)) l),
+        from unnest(${m.words}::text[], ${m.prefix}::boolean[]) w(word, prefix), unnest(to_tsvector('english', w.word)) l),
     hit as (
       select e.id, (sum(e.impact) / (select count(*) from q))::real as score
         from q
         cross join lateral (select t.source_id, t.record_ids, t.impacts from record_term t
-                             where t.account_id = ? and t.lexeme between q.lexeme and q.last offset 0) t
+                             where t.account_id = ${accountId} and t.lexeme between q.lexeme and q.last offset 0) t
         join source s on s.id = t.source_id
         cross join lateral unnest(t.record_ids, t.impacts) e(id, impact)
-       where ${sourceWhere.where.join(' and ')}
+       where ${sql.join(sourceWhere, ' and ')}
        group by e.id
        order by score desc, e.id
-       limit ?)`;
-  return { text, params: [m.words, m.prefix, accountId, ...sourceWhere.params, limit] };
+       limit ${limit})`;
 }

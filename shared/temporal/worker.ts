@@ -2,19 +2,13 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
-import { createActivities } from '../../activities/index.ts';
 import { CAIRN_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.ts';
 import { DEFAULT_INGEST_SLOTS, type WorkloadSlots } from '../config.ts';
-import type { Orm } from '../db/orm.ts';
-import type { ExtractionPool } from '../ingest/extraction-pool.ts';
 import type { Logger } from '../logger.ts';
-import { startMemoryDispatcher, type DispatcherOptions } from '../memory/dispatcher.ts';
-import type { OpenAiDeriverConfig } from '../memory/openai-deriver.ts';
-import { createEmbedder, type EmbeddingsConfig } from '../retrieval/embeddings.ts';
 import type { WorkerMetrics } from '../ops/metrics.ts';
 import { activityLogInterceptor } from './activity-log.interceptor.ts';
 import { installTemporalRuntime, temporalLoggerFromPino } from './logging.ts';
-import { ensureCreditSettlementSweeper, taskQueuesFor, type Workload } from './workflows.ts';
+import { ensureCreditSettlementSweeper, taskQueuesFor, type Workload } from './starts.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
@@ -39,22 +33,21 @@ export async function bundleWorkflows(logger?: Logger): Promise<WorkflowBundle> 
 }
 
 export type WorkerDeps = {
-  orm: Orm;
   logger: Logger;
   temporalAddress: string;
   namespace: string;
   /** The base task queue (TEMPORAL_TASK_QUEUE): the worker polls each workload's queue derived from it. */
   taskQueue: string;
-  /** ocrCreditsPerPage: what live OCR charges per scanned page (OCR_CREDITS_PER_PAGE). */
-  ingest: { urlAllowlist: string[]; fetchTimeoutMs: number; ocrCreditsPerPage: number };
-  /** The extraction processes of this worker (built once per process, outliving reconnects). */
-  extraction: ExtractionPool;
-  /** The model-backed claim deriver (MEMORY_DERIVER_*); absent = the built-in rules. */
-  memoryDeriver?: OpenAiDeriverConfig | null;
-  /** The embeddings provider (EMBEDDINGS_*); absent = none. */
-  embeddings?: EmbeddingsConfig | null;
+  /** The activities every workload's worker registers (activities/index.ts), built by the caller. */
+  activities: object;
+  /**
+   * Work the process runs beside its workers once connected (bin/worker.ts: the memory event
+   * dispatcher), given the client; stopped before the workers shut down.
+   */
+  background?: (client: Client) => { stop(): Promise<void> };
   /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
   workflowBundle?: WorkflowBundle;
+  /** This worker's identity (workerIdentity() by default). */
   identity?: string;
   /** Activity outcome metrics of this process; absent = not measured. */
   metrics?: WorkerMetrics;
@@ -65,22 +58,20 @@ export type WorkerDeps = {
   settlementGraceMs?: number;
   /** WORKER_*_SLOTS; absent = the defaults. */
   slots?: Partial<WorkloadSlots>;
-  /** Tuning of the memory event dispatcher (tests shorten its stale period). */
-  memoryDispatch?: DispatcherOptions;
 };
 
 const DEFAULT_SLOTS: WorkloadSlots = { ingest: DEFAULT_INGEST_SLOTS, memory: 4, maintenance: 2 };
 
 /**
- * The workers of one process, one per workload's task queue, and its memory event dispatcher. Stop the
- * dispatcher before shutting the workers down (it would otherwise claim batches nobody runs until
- * they go stale), and before closing the connection.
+ * The workers of one process, one per workload's task queue, and its background work. Stop the
+ * background work before shutting the workers down (the memory dispatcher would otherwise claim
+ * batches nobody runs until they go stale), and before closing the connection.
  */
 export type CairnWorker = {
   workers: Record<Workload, Worker>;
   connection: NativeConnection;
   identity: string;
-  dispatcher: { stop(): Promise<void> };
+  background: { stop(): Promise<void> };
   /** Runs every workload's worker; when one fails the others are shut down and the failure is thrown. */
   run(): Promise<void>;
   /** Starts the graceful shutdown of the workers still running (in-flight activities finish). */
@@ -110,20 +101,14 @@ export async function ensureSearchAttributes(connection: Pick<NativeConnection, 
 /** temporal.api.enums.v1.IndexedValueType of the kinds Cairn uses. */
 const INDEXED_TYPE = { KEYWORD: 2, KEYWORD_LIST: 7 } as const;
 
+/** The identity a worker reports to Temporal (and its activities record): host and process id. */
+export const workerIdentity = () => `cairn-worker@${os.hostname()}:${process.pid}`;
+
 export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
   installTemporalRuntime(deps.logger);
-  const identity = deps.identity ?? `cairn-worker@${os.hostname()}:${process.pid}`;
+  const identity = deps.identity ?? workerIdentity();
   const connection = await NativeConnection.connect({ address: deps.temporalAddress });
   await ensureSearchAttributes(connection, deps.namespace, deps.logger);
-  const activities = createActivities({
-    orm: deps.orm,
-    logger: deps.logger.child({ component: 'activities' }),
-    workerIdentity: identity,
-    ingest: deps.ingest,
-    extraction: deps.extraction,
-    memoryDeriver: deps.memoryDeriver,
-    embedder: deps.embeddings ? createEmbedder(deps.embeddings) : null,
-  });
   const workflowBundle = deps.workflowBundle ?? (await bundleWorkflows(deps.logger));
   const queues = taskQueuesFor(deps.taskQueue);
   const slots = { ...DEFAULT_SLOTS, ...deps.slots };
@@ -136,7 +121,7 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
       namespace: deps.namespace,
       taskQueue: queues[workload],
       identity,
-      activities,
+      activities: deps.activities,
       workflowBundle,
       interceptors: { activity: [activityLogInterceptor(deps.logger.child({ component: 'activity' }), deps.metrics)] },
       maxConcurrentActivityTaskExecutions: slots[workload],
@@ -146,8 +131,7 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
   const workers = { memory: await make('memory'), ingest: await make('ingest'), maintenance: await make('maintenance') };
   const client = new Client({ connection, namespace: deps.namespace });
   if (deps.settlementGraceMs !== undefined) await ensureCreditSettlementSweeper(client, deps.taskQueue, deps.settlementGraceMs);
-  // Every worker dispatches memory events (writes only queue them): one batch workflow per claim.
-  const dispatcher = startMemoryDispatcher({ orm: deps.orm, temporal: client, taskQueue: deps.taskQueue, logger: deps.logger, ...deps.memoryDispatch });
+  const background = deps.background?.(client) ?? { async stop() {} };
   const all = Object.values(workers);
   const shutdown = () => {
     // A worker may already be draining on its own (its server went away); shutdown() then throws.
@@ -157,7 +141,7 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
     workers,
     connection,
     identity,
-    dispatcher,
+    background,
     shutdown,
     async run() {
       const runs = all.map((w) => w.run().catch((err: unknown) => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrm } from '../../shared/db/orm.ts';
 import { createTemporalClient } from '../../shared/temporal/client.ts';
-import { freePort } from '../../shared/local/ephemeral.ts';
+import { freePort } from '../helpers/ephemeral.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startApi, testTemporalClient } from '../helpers/services.ts';
 

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accountDeletionWorkflowId } from '../../shared/temporal/workflows.ts';
+import { accountDeletionWorkflowId } from '../../shared/temporal/starts.ts';
 import {
   accountSnapshot, accountTables, ApiClient, cliSignIn, createKey, createTestAccount, expectError, signIn, sqlClient, type Sql,
 } from '../helpers/accounts.ts';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { loadConfig } from '../../shared/config.ts';
-import { ingestWorkflowId } from '../../shared/temporal/workflows.ts';
+import { ingestWorkflowId } from '../../shared/temporal/starts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { activityRuns, waitForRunningActivity } from '../helpers/faults.ts';
 import { spawnWorker } from '../helpers/processes.ts';

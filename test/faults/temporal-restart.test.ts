@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { loadConfig } from '../../shared/config.ts';
-import { freePort } from '../../shared/local/ephemeral.ts';
+import { freePort } from '../helpers/ephemeral.ts';
 import { createTemporalClient, type TemporalClientHandle } from '../../shared/temporal/client.ts';
 import { resolveTemporalCli } from '../../shared/temporal/cli.ts';
 import { startTemporalDevServer, type DevServer } from '../../shared/temporal/dev-server.ts';

@@ -29,7 +29,7 @@ export async function startCluster(env: Record<string, string> = {}): Promise<Ru
   try {
     const cluster = await spawnCluster({
       DATABASE_URL: db.url, DBNAME: `${name}_temporal`, VISIBILITY_DBNAME: `${name}_temporal_vis`, DATA_DIR: dataDir,
-      // Below 20000, where freePort() (shared/local/ephemeral.ts) gives the test run's other servers theirs.
+      // Below 20000, where freePort() (test/helpers/ephemeral.ts) gives the test run's other servers theirs.
       CLUSTER_PORT: String(12_000 + Math.floor(Math.random() * 80) * 100), LOG_LEVEL: 'warn', ...env,
     });
     return {

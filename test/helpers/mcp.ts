@@ -4,7 +4,7 @@ import { buildMcpApp } from '../../api/mcp/app.ts';
 import type { McpTool } from '../../api/mcp/tools/registry.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
-import { freePort } from '../../shared/local/ephemeral.ts';
+import { freePort } from './ephemeral.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
 import { extractionPoolFor } from '../../shared/ingest/extraction-pool.ts';

@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
-import { freePort } from '../../shared/local/ephemeral.ts';
+import { freePort } from './ephemeral.ts';
 
 // Production entrypoints in their own processes, so fault tests can SIGKILL them.
 

@@ -13,7 +13,11 @@ import { createTemporalClient, type TemporalClientHandle } from '../../shared/te
 import { searchIndexFor } from '../../shared/retrieval/search-index.ts';
 import { extractionPoolFor, inProcessExtraction } from '../../shared/ingest/extraction-pool.ts';
 import { createFreeWorkLimiter } from '../../shared/ops/free-work.ts';
-import { createWorker, type CairnWorker, type WorkerDeps } from '../../shared/temporal/worker.ts';
+import { createWorker, workerIdentity, type CairnWorker, type WorkerDeps } from '../../shared/temporal/worker.ts';
+import { createActivities, type ActivityDeps } from '../../activities/index.ts';
+import { startMemoryDispatcher, type DispatcherOptions } from '../../shared/memory/dispatcher.ts';
+import { createEmbedder, type EmbeddingsConfig } from '../../shared/retrieval/embeddings.ts';
+import { workflowStarts } from '../../shared/temporal/starts.ts';
 
 /** A logger whose lines are kept in memory, so tests can assert on what was (not) logged. */
 export function memoryLogger(level: 'info' | 'debug' | 'warn' = 'warn'): { logger: Logger; lines: string[] } {
@@ -70,29 +74,37 @@ export async function startApi(opts: {
   };
 }
 
-/** A real worker on its own task queues (derived from `taskQueue`), using the run's prebuilt workflow bundle. */
+/** A real worker on its own task queues (derived from `taskQueue`), wired like bin/worker.ts, using the run's prebuilt workflow bundle. */
 export async function startWorker(opts: {
   orm: Orm; taskQueue: string; logger?: Logger; urlAllowlist?: string[]; metrics?: WorkerMetrics;
-  memoryDeriver?: WorkerDeps['memoryDeriver']; embeddings?: WorkerDeps['embeddings']; settlementGraceMs?: number; memoryDispatch?: WorkerDeps['memoryDispatch'];
+  memoryDeriver?: ActivityDeps['memoryDeriver']; embeddings?: EmbeddingsConfig | null; settlementGraceMs?: number; memoryDispatch?: DispatcherOptions;
   slots?: WorkerDeps['slots']; env?: NodeJS.ProcessEnv;
 }) {
   const code = await readFile(inject('workflowBundlePath'), 'utf8');
   const config = loadConfig({ ...opts.env });
   const extraction = extractionPoolFor(config);
-  const handle: CairnWorker = await createWorker({
+  const logger = opts.logger ?? memoryLogger().logger;
+  const identity = workerIdentity();
+  const activities = createActivities({
     orm: opts.orm,
-    logger: opts.logger ?? memoryLogger().logger,
+    logger: logger.child({ component: 'activities' }),
+    workerIdentity: identity,
+    ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000, ocrCreditsPerPage: config.ocr.creditsPerPage },
+    extraction,
+    memoryDeriver: opts.memoryDeriver,
+    embedder: opts.embeddings ? createEmbedder(opts.embeddings) : null,
+  });
+  const handle: CairnWorker = await createWorker({
+    logger,
+    identity,
+    activities,
+    background: (client) => startMemoryDispatcher({ orm: opts.orm, batches: workflowStarts(client, opts.taskQueue).memoryBatches, logger, ...opts.memoryDispatch }),
     temporalAddress: inject('temporalAddress'),
     namespace: 'default',
     taskQueue: opts.taskQueue,
-    ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000, ocrCreditsPerPage: config.ocr.creditsPerPage },
-    extraction,
     workflowBundle: { code },
     metrics: opts.metrics,
-    memoryDeriver: opts.memoryDeriver,
-    embeddings: opts.embeddings,
     settlementGraceMs: opts.settlementGraceMs,
-    memoryDispatch: opts.memoryDispatch,
     slots: opts.slots,
   });
   const running = handle.run();
@@ -100,7 +112,7 @@ export async function startWorker(opts: {
     ...handle,
     extraction,
     async stop() {
-      await handle.dispatcher.stop();
+      await handle.background.stop();
       handle.shutdown();
       await running;
       await handle.connection.close();

@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres } from '../../shared/db/embedded.ts';
-import { freePort } from '../../shared/local/ephemeral.ts';
+import { freePort } from '../helpers/ephemeral.ts';
 
 // The embedded PostgreSQL of `npm start` (shared/db/embedded.ts), started here in a directory of its
 // own whether or not the suite runs against DATABASE_URL: the suite's database may be any server.

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../../shared/local/ephemeral.ts';
+import { freePort } from '../helpers/ephemeral.ts';
 
 /**
  * The README's two commands on a fresh clone: the checkout's files and nothing ignored (no node_modules),

@@ -11,7 +11,7 @@ import { AfterRetrievalError, runMetered, type MeteringDeps } from '../../shared
 import { consumeQuota, readQuota } from '../../shared/metering/quotas.ts';
 import { createRateLimiter } from '../../shared/metering/rate-limit.ts';
 import { reserve, settle } from '../../shared/metering/reservations.ts';
-import { creditSettlementSweeperWorkflowId } from '../../shared/temporal/workflows.ts';
+import { creditSettlementSweeperWorkflowId } from '../../shared/temporal/starts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { memoryLogger, startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 

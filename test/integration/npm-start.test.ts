@@ -7,7 +7,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../shared/local/ephemeral.ts';
+import { freePort } from '../helpers/ephemeral.ts';
 import { threadNices } from '../helpers/processes.ts';
 
 /**

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { loadConfig } from '../../shared/config.ts';
-import { ingestWorkflowId } from '../../shared/temporal/workflows.ts';
+import { ingestWorkflowId } from '../../shared/temporal/starts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { activityRuns } from '../helpers/faults.ts';
 import { proseLines, scannedPdf } from '../helpers/scanned-pdf.ts';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Migration0014RecordTerms } from '../../shared/db/migrations/0014-record-terms.ts';
 import { Migration0021RecordForeignKeys } from '../../shared/db/migrations/0021-record-foreign-keys.ts';
 import { bound } from '../../shared/db/sql.ts';
-import { deleteSourceRecords } from '../../shared/ingest/process.ts';
+import { deleteSourceRecords } from '../../shared/ingest/build.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';
 import { fetchCandidates, type Match } from '../../shared/retrieval/candidates.ts';
 import { queryWords } from '../../shared/retrieval/retrieve.ts';

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Migration0022SearchStatistics } from '../../shared/db/migrations/0022-search-statistics.ts';
-import { bound } from '../../shared/db/sql.ts';
-import { deleteSourceRecords } from '../../shared/ingest/process.ts';
+import { bound, sql } from '../../shared/db/sql.ts';
+import { deleteSourceRecords } from '../../shared/ingest/build.ts';
 import type { Filter, QueryWord } from '../../shared/retrieval/account-index.ts';
 import { ADJACENT_WEIGHT, B, K1, NEIGHBOUR_DECAY } from '../../shared/retrieval/bm25.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';
 import { fallbackStatistics } from '../../shared/retrieval/candidates.ts';
 import type { Strategy } from '../../shared/retrieval/ranking.ts';
 import { PLANS, queryWords, retrieve, type Plan } from '../../shared/retrieval/retrieve.ts';
-import { createSearchIndex, MEMORY_VERSION_SQL, RECORD_VERSION_SQL, type SearchIndex } from '../../shared/retrieval/search-index.ts';
+import { createSearchIndex, memoryVersion, recordVersion, type SearchIndex } from '../../shared/retrieval/search-index.ts';
 import { parseTsVector } from '../../shared/retrieval/text.ts';
 import { retrievalSet } from '../fixtures/query/retrieval-set.ts';
 import { createTestAccount } from '../helpers/accounts.ts';
@@ -39,7 +39,7 @@ const boundary = (accountId: string, over: Partial<Boundary> = {}): Boundary => 
 });
 
 const versions = async (accountId: string) => {
-  const [v] = await bound<{ r: string; m: string }>(em(), `select ${RECORD_VERSION_SQL} as r, ${MEMORY_VERSION_SQL} as m`, [accountId, accountId]);
+  const [v] = await bound<{ r: string; m: string }>(em(), sql`select ${recordVersion(accountId)} as r, ${memoryVersion(accountId)} as m`);
   return { records: Number(v!.r), memory: Number(v!.m) };
 };
 

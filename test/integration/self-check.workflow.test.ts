@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SelfCheck } from '../../shared/db/entities/index.ts';
+import { bound } from '../../shared/db/sql.ts';
 import { migrationsList } from '../../shared/db/migrations/index.ts';
 import { createOrm, migrate } from '../../shared/db/orm.ts';
-import { runSelfCheck } from '../../shared/temporal/workflows.ts';
+import { runSelfCheck } from '../../shared/temporal/starts.ts';
 import { createTestDatabase, createTestDatabaseRaw, type TestDatabase } from '../helpers/db.ts';
 import { memoryLogger, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
@@ -30,10 +30,10 @@ describe('a workflow end to end: client -> Temporal server -> worker -> activity
     const result = await runSelfCheck(temporal.client, taskQueue, { checkId, requestedBy: 'test' });
     expect(result).toMatchObject({ checkId: `selfcheck-${checkId}`, workerIdentity: worker.identity });
 
-    const rows = await db.orm.em.fork().find(SelfCheck, { id: result.checkId });
+    const rows = await bound<{ requested_by: string; checked_at: Date }>(db.orm.em.fork(), 'select requested_by, checked_at from self_check where id = ?', [result.checkId]);
     expect(rows).toHaveLength(1);
-    expect(rows[0]!.requestedBy).toBe('test');
-    expect(rows[0]!.checkedAt.toISOString()).toBe(result.checkedAt);
+    expect(rows[0]!.requested_by).toBe('test');
+    expect(new Date(rows[0]!.checked_at).toISOString()).toBe(result.checkedAt);
 
     // The activity logging interceptor tags lines with the workflow, run, activity and attempt.
     const logged = workerLog.lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'activity completed');
@@ -48,7 +48,7 @@ describe('a workflow end to end: client -> Temporal server -> worker -> activity
       runSelfCheck(temporal.client, taskQueue, { checkId, requestedBy: 'test' }),
     ]);
     expect(a).toEqual(b);
-    expect(await db.orm.em.fork().count(SelfCheck, { id: a.checkId })).toBe(1);
+    expect(await bound(db.orm.em.fork(), 'select id from self_check where id = ?', [a.checkId])).toHaveLength(1);
   });
 
   it('fails (rather than hangs) when no worker polls the task queue', async () => {

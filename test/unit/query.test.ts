@@ -6,7 +6,7 @@ import { isSupported } from '../../shared/answer/support.ts';
 import { ConfigError, loadConfig } from '../../shared/config.ts';
 import { QueryRequest } from '../../shared/contracts/query.ts';
 import { findConflicts } from '../../shared/query/result.ts';
-import { requestHash } from '../../shared/query/operations.ts';
+import { requestHash } from '../../shared/idempotency.ts';
 import { openCitation, sealCitation } from '../../shared/retrieval/citations.ts';
 import { idf, termScore } from '../../shared/retrieval/bm25.ts';
 import { parseTsVector } from '../../shared/retrieval/text.ts';

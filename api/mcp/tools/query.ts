@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { QueryMode, QueryRequest, QueryResult } from '../../../shared/contracts/query.ts';
 import { validationError } from '../../../shared/errors.ts';
 import { fragmentBlock } from '../../../shared/query/result.ts';
+import type { Logger } from '../../../shared/logger.ts';
 import { runQuery } from '../../../shared/query/run.ts';
-import { queryDeps } from '../../routes/query/index.ts';
 import { defineTool, issuesText } from './registry.ts';
 
 const input = z.strictObject({
@@ -46,7 +46,7 @@ export const queryContextTool = defineTool({
   async run(ctx, raw) {
     const parsed = QueryRequest.safeParse({ ...raw, idempotencyKey: raw.idempotencyKey ?? `mcp-${randomUUID()}` });
     if (!parsed.success) throw validationError(issuesText(parsed.error));
-    const deps = queryDeps(ctx.deps, { em: ctx.em, log: ctx.log, id: randomUUID() });
+    const deps = { ...ctx.deps.query, em: ctx.em, logger: ctx.log as unknown as Logger, requestId: ctx.requestId };
     const { result } = await runQuery(deps, ctx.principal, parsed.data);
     return { data: result, text: forModel(result) };
   },

@@ -3,6 +3,7 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../../../shared/auth/principal.ts';
+import type { QueryServices } from '../../../shared/query/run.ts';
 import type { SearchIndex } from '../../../shared/retrieval/search-index.ts';
 import type { Config } from '../../../shared/config.ts';
 import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
@@ -12,10 +13,10 @@ import { AppError, type ErrorCode } from '../../../shared/errors.ts';
 import { toolJsonSchema } from './json-schema.ts';
 
 /** What a tool's domain function may need besides the caller and its EntityManager. */
-export type ToolDeps = { config: Config; searchIndex?: SearchIndex; freeWork: FreeWorkLimiter };
+export type ToolDeps = { config: Config; searchIndex?: SearchIndex; freeWork: FreeWorkLimiter; query: QueryServices };
 
-/** One tool call's context: the request's authenticated principal and its own EntityManager fork. */
-export type ToolContext = { principal: Principal; em: EntityManager; deps: ToolDeps; log: FastifyBaseLogger };
+/** One tool call's context: the request's authenticated principal, its own EntityManager fork and its request id. */
+export type ToolContext = { principal: Principal; em: EntityManager; deps: ToolDeps; log: FastifyBaseLogger; requestId: string };
 
 /** A tool's answer: structured data, and optionally a text form written for a model (else the JSON). */
 export type ToolOutcome<D = Record<string, unknown>> = { data: D; text?: string };

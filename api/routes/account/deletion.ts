@@ -5,7 +5,7 @@ import { AccountDeletionRequest, AccountDeletionResponse } from '../../../shared
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { AppError, validationError } from '../../../shared/errors.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
-import { startAccountDeletion } from '../../../shared/temporal/workflows.ts';
+import { startAccountDeletion } from '../../../shared/temporal/starts.ts';
 import { clearSessionCookie, principalOf } from '../../plugins/auth.ts';
 
 const pendingError = (why: string) =>

@@ -17,6 +17,7 @@ import { requestSourceDeletion } from '../../../shared/ingest/sources.ts';
 import { decodeUpload, previewFile, previewUrl, submitFile, submitUrl, type IngestDeps } from '../../../shared/ingest/submit.ts';
 import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
 import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
+import { workflowStarts } from '../../../shared/temporal/starts.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import type { IngestMount } from './jobs.ts';
 
@@ -30,14 +31,13 @@ const FILE_BODY_LIMIT = 72 * 1024 * 1024;
 export const ingestSubmitRoutes: FastifyPluginAsyncZod<
   IngestMount & { config: Config; temporal: TemporalClientHandle; extraction: ExtractionPool; freeWork: FreeWorkLimiter }
 > = async (app, { config, temporal, extraction, freeWork, base, auth, tags }) => {
+  const starts = workflowStarts(temporal.client, config.temporal.taskQueue, { ingestHeartbeatMs: config.ingestHeartbeatTimeoutMs });
   const provider = localOcrProvider(extraction, config.ocr.creditsPerPage);
   const deps = (em: IngestDeps['em'], log: unknown): IngestDeps => ({
     em,
-    temporal: temporal.client,
-    taskQueue: config.temporal.taskQueue,
+    startJob: starts.ingestJob,
     policy: { allowlist: config.ingestUrlAllowlist },
     fetchTimeoutMs: config.ingestFetchTimeoutMs,
-    heartbeatTimeoutMs: config.ingestHeartbeatTimeoutMs,
     extraction,
     freeWork,
     // Fastify's request logger is a pino child logger.
@@ -108,9 +108,7 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<
       },
     },
     async (request, reply) => {
-      const r = await requestSourceDeletion(
-        request.em, temporal.client, config.temporal.taskQueue, principalOf(request), request.params.sourceId,
-      );
+      const r = await requestSourceDeletion(request.em, starts.sourceDeletion, principalOf(request), request.params.sourceId);
       return reply
         .code(r.created ? 202 : 200)
         .send({ schemaVersion: 'service-ingest-job-v1' as const, mode: 'queued' as const, created: r.created, job: publicJob(r.job) });

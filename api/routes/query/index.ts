@@ -1,11 +1,9 @@
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
-import type { Config } from '../../../shared/config.ts';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Logger } from '../../../shared/logger.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { QueryRequest, QueryResult } from '../../../shared/contracts/query.ts';
-import { runQuery, type QueryDeps } from '../../../shared/query/run.ts';
-import type { SearchIndex } from '../../../shared/retrieval/search-index.ts';
+import { runQuery, type QueryServices } from '../../../shared/query/run.ts';
 import { principalOf, type AuthRule } from '../../plugins/auth.ts';
 
 const errors = {
@@ -18,32 +16,19 @@ const QUERY_AUTH: AuthRule = { accept: ['apiKey', 'cli'], scopes: ['query'] };
 /** Spec 4.2: the browser session only, with CSRF (checked by the auth plugin on every browser write). */
 const ACCOUNT_ANSWERS_AUTH: AuthRule = { accept: ['browser'] };
 
-/** The dependencies of one query, shared with the MCP tool. */
-export function queryDeps(
-  { config, searchIndex }: QueryRouteOptions,
-  request: Pick<FastifyRequest, 'em' | 'log' | 'id'>,
-): QueryDeps {
-  return {
-    searchIndex,
-    em: request.em,
-    idempotencyRetentionMs: config.query.idempotencyRetentionMs,
-    answer: config.query.answer,
-    // Fastify's request logger is a pino child logger (the app is built on the process's pino instance).
-    logger: request.log as unknown as Logger,
-    requestId: request.id,
-  };
-}
+type QueryRouteOptions = { query: QueryServices };
 
-type QueryRouteOptions = { config: Config; searchIndex?: SearchIndex };
-
-export const queryRoutes: FastifyPluginAsyncZod<QueryRouteOptions> = async (app, options) => {
+export const queryRoutes: FastifyPluginAsyncZod<QueryRouteOptions> = async (app, { query }) => {
+  // Fastify's request logger is a pino child logger (the app is built on the process's pino instance).
+  const run = (request: FastifyRequest) =>
+    runQuery({ ...query, em: request.em, logger: request.log as unknown as Logger, requestId: request.id }, principalOf(request), request.body as QueryRequest);
   const schema = (summary: string) => ({ tags: ['query'], summary, body: QueryRequest, response: { 200: QueryResult, ...errors } });
 
   app.post(
     '/v1/query',
     { config: { auth: QUERY_AUTH }, schema: schema('Evidence, prompt-ready context or a cited answer over sources and memory') },
     async (request, reply) => {
-      const r = await runQuery(queryDeps(options, request), principalOf(request), request.body);
+      const r = await run(request);
       return reply.headers(r.headers).send(r.result);
     },
   );
@@ -52,7 +37,7 @@ export const queryRoutes: FastifyPluginAsyncZod<QueryRouteOptions> = async (app,
     '/v1/account/answers/query',
     { config: { auth: ACCOUNT_ANSWERS_AUTH }, schema: schema('The same query for the signed-in browser session (Console)') },
     async (request, reply) => {
-      const r = await runQuery(queryDeps(options, request), principalOf(request), request.body);
+      const r = await run(request);
       return reply.headers(r.headers).send(r.result);
     },
   );

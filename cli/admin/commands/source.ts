@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { releaseSource } from '../../../shared/ingest/process.ts';
+import { releaseSource } from '../../../shared/ingest/build.ts';
 import { parseFlags, UsageError, type AdminCommand } from '../registry.ts';
 
 export const sourceReleaseCommand: AdminCommand = {

@@ -5,21 +5,20 @@ import {
   CliDeviceAuthorizationSchema,
   CliSessionSchema,
 } from './credentials.entity.ts';
-import { IngestJobSchema } from './ingest-job.entity.ts';
-import { SelfCheckSchema } from './self-check.entity.ts';
 
-/** Every entity the ORM knows. Explicit rather than a folder glob so bundling and type stripping stay simple. */
+/**
+ * Every entity the ORM knows: only accounts and credentials, whose code uses the ORM's unit of work
+ * (docs/decisions/0002-data-access.md); every other table is reached with SQL (shared/db/sql.ts).
+ * Explicit rather than a folder glob so bundling and type stripping stay simple.
+ */
 export const entities = [
-  SelfCheckSchema,
   AccountSchema,
   BrowserSessionSchema,
   CliDeviceAuthorizationSchema,
   CliSessionSchema,
   ApiKeySchema,
-  IngestJobSchema,
 ];
 
-export { SelfCheck } from './self-check.entity.ts';
 export { Account, type AccountState, type LinkedProviders } from './account.entity.ts';
 export {
   ApiKey,
@@ -29,4 +28,3 @@ export {
   type DeviceStatus,
   type Preset,
 } from './credentials.entity.ts';
-export { IngestJob, type IngestJobKind, type IngestJobStatus, type JobFailure } from './ingest-job.entity.ts';

@@ -10,7 +10,7 @@ import { Migration } from '@mikro-orm/migrations';
  *   reaches records through their source, which it deletes);
  * - record_term has no foreign key: its rows go out with their source through a statement-level
  *   trigger on source deletion (one DELETE per statement, including the cascade from ingest_job and
- *   account deletion), and with their records in ingest and source deletion (shared/ingest/process.ts).
+ *   account deletion), and with their records in ingest and source deletion (shared/ingest/build.ts).
  *   Only code inserts record_term rows, in the statement that inserts their records.
  */
 export class Migration0021RecordForeignKeys extends Migration {

@@ -3,7 +3,7 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type McpTool } from '../../../api/mcp/tools/registry.ts';
-import { freePort } from '../../../shared/local/ephemeral.ts';
+import { freePort } from '../../helpers/ephemeral.ts';
 import { linkExternalIdentity } from '../../../shared/oauth/external.ts';
 import { ApiClient, createTestAccount, signIn, type Json, type TestAccount } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';

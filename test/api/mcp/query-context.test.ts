@@ -69,6 +69,16 @@ describe('query_context', () => {
     await c.close();
   });
 
+  it("the operation's requestId is the HTTP request's id (x-request-id when given), as on POST /v1/query", async () => {
+    const c = new Client({ name: 'query-test', version: '1.0.0' });
+    const requestId = `mcp-trace-${Date.now()}`;
+    const headers = { authorization: `Bearer ${keys.full!}`, 'x-request-id': requestId };
+    await c.connect(new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { requestInit: { headers } }));
+    const r = await c.callTool({ name: 'query_context', arguments: { query: 'ferry Skarholm', mode: 'evidence' } });
+    expect((r.structuredContent as Json).operation.requestId).toBe(requestId);
+    await c.close();
+  });
+
   it('an idempotencyKey makes a retry replay; the same key with another query is a tool error', async () => {
     const c = await connect(keys.full!);
     const args = { query: 'ferry Skarholm', mode: 'evidence', idempotencyKey: 'mcp-replay-key-1' };

@@ -1,10 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound } from '../db/sql.ts';
 import { validationError } from '../errors.ts';
-
-/** Memory statements use real bind parameters: message texts can be large (see shared/db/sql.ts). */
-export const sql = bound;
-export type Em = EntityManager;
 
 export const iso = (d: Date | string | null | undefined): string | null => (d == null ? null : new Date(d).toISOString());
 

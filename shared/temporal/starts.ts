@@ -148,3 +148,19 @@ export async function ensureCreditSettlementSweeper(client: Client, taskQueue: s
     signalArgs: [config],
   });
 }
+
+/**
+ * The workflow starts the domain is given (it never imports Temporal): each bound to the client and
+ * the base task queue. `ingestHeartbeatMs`: the ingest job's heartbeat timeout (INGEST_HEARTBEAT_TIMEOUT_MS).
+ */
+export function workflowStarts(client: Client, taskQueue: string, opts: { ingestHeartbeatMs?: number } = {}) {
+  return {
+    ingestJob: (job: Parameters<typeof startIngestJob>[2]) => startIngestJob(client, taskQueue, job, opts.ingestHeartbeatMs),
+    sourceDeletion: (job: { id: string; accountId: string }) => startSourceDeletion(client, taskQueue, job),
+    /** The memory dispatcher's batches: start one and wait for its end. */
+    memoryBatches: {
+      maxEvents: MAX_MEMORY_BATCH,
+      run: async (batchId: string, eventIds: string[]) => (await startMemoryBatch(client, taskQueue, batchId, eventIds)).result(),
+    },
+  };
+}

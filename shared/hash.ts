@@ -1,0 +1,54 @@
+import { createHash, hash } from 'node:crypto';
+
+// The digests Cairn stores and compares. Every sha256 in the product is one of these.
+
+/** sha256 (hex) of text (UTF-8) or bytes. */
+export function sha256Hex(data: string | Uint8Array): string {
+  return hash('sha256', data, 'hex');
+}
+
+/** JSON with object keys sorted and undefined members dropped: equal values give equal text. */
+export function canonicalJson(value: unknown): string {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(canonical)
+      : v && typeof v === 'object' && !(v instanceof Date)
+        ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, canonical(x)]))
+        : v;
+  return JSON.stringify(canonical(value));
+}
+
+const HASH_PIECE_CHARS = 1 << 20;
+
+/**
+ * sha256 (hex) of the text with whitespace collapsed and trimmed (and Unicode NFC), for deduplication.
+ * Long texts are hashed in pieces cut before a whitespace character (nothing composes across one), so
+ * a 50 MB document does not need several full-size normalized copies at once; the digest is the same.
+ */
+export function contentHash(text: string, pieceChars = HASH_PIECE_CHARS): string {
+  // One piece (every record): the same digest in one call, with the cheaper one-shot hash().
+  if (text.length <= pieceChars) return sha256Hex(text.normalize('NFC').replace(/\s+/g, ' ').trim());
+  const h = createHash('sha256');
+  let started = false;
+  let pendingSpace = false;
+  for (let from = 0; from < text.length; ) {
+    let to = Math.min(text.length, from + pieceChars);
+    while (to < text.length && to > from && !/\s/.test(text[to]!)) to++;
+    let body = text.slice(from, to).normalize('NFC').replace(/\s+/g, ' ');
+    from = to;
+    if (body.startsWith(' ')) {
+      pendingSpace = true;
+      body = body.slice(1);
+    }
+    const trailing = body.endsWith(' ');
+    if (trailing) body = body.slice(0, -1);
+    if (body) {
+      if (started && pendingSpace) h.update(' ');
+      h.update(body);
+      started = true;
+      pendingSpace = false;
+    }
+    if (trailing) pendingSpace = true;
+  }
+  return h.digest('hex');
+}
