@@ -115,7 +115,7 @@ export const memoryBatchWorkflowId = (batchId: string) => `memory-batch-${batchI
 
 /**
  * Events per batch at most: their ids are the batch's CairnEventIds search attribute, whose value the
- * Temporal server limits to 2 KB by default (limit.searchAttributesSizeOfValue): 50 ids in JSON are 1,951 bytes.
+ * Temporal server limits to 2 KB by default (dynamic config frontend.searchAttributesSizeOfValueLimit): 50 ids in JSON are 1,951 bytes.
  */
 export const MAX_MEMORY_BATCH = 50;
 
