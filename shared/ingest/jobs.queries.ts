@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Reach } from '../auth/principal.ts';
 import { bound, inAudiences, sql } from '../db/sql.ts';
-import { sha256Hex } from '../hash.ts';
 
 // The ingest_job aggregate's statements as the API sees a job: submission, reading, listing and
 // source deletion requests. The build's own steps on a job live with the build (build.ts).
@@ -51,7 +50,7 @@ export async function insertSubmission(
   tx: EntityManager,
   job: {
     id: string; accountId: string; kind: 'url' | 'file'; idempotencyKey: string; requestHash: string; datedAt: string;
-    sourceUrl?: string; filename?: string; contentType?: string; audience: string | null; blob?: { bytes: Buffer; contentType: string };
+    sourceUrl?: string; filename?: string; contentType?: string; audience: string | null; blob?: { bytes: Buffer; sha256: string; contentType: string };
   },
 ): Promise<void> {
   await bound(tx, sql`insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, attempts, source_url, filename,
@@ -59,9 +58,9 @@ export async function insertSubmission(
     values (${job.id}, ${job.accountId}, ${job.kind}, 'queued', ${job.idempotencyKey}, ${job.requestHash}, 0, ${job.sourceUrl ?? null},
       ${job.filename ?? null}, ${job.contentType ?? null}, ${job.datedAt}, ${job.blob?.bytes.byteLength ?? null}, ${job.audience})`);
   if (job.blob) {
-    const { bytes, contentType } = job.blob;
+    const { bytes, sha256, contentType } = job.blob;
     await bound(tx, sql`insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type)
-      values (${job.id}, ${job.accountId}, ${bytes}, ${sha256Hex(bytes)}, ${bytes.byteLength}, ${contentType})`);
+      values (${job.id}, ${job.accountId}, ${bytes}, ${sha256}, ${bytes.byteLength}, ${contentType})`);
   }
 }
 

@@ -80,17 +80,18 @@ async function planOf(deps: IngestDeps, accountId: string, bytes: Uint8Array, co
   const first = await refusedAs400(deps.extraction.preview(accountId, bytes, contentType, finalUrl));
   if (!('needsOcr' in first)) return { plan: first, headers: {} };
   // The same bytes were previewed with OCR lately: that text is used again, without a provider call.
-  const stored = await previewedPages(deps.em, exactPreview(deps, accountId, bytes, contentType));
+  const preview = exactPreview(deps, accountId, sha256Hex(bytes), contentType);
+  const stored = await previewedPages(deps.em, preview);
   if (stored && first.needsOcr.every((n) => stored.some((p) => p.page === n))) {
     const again = await refusedAs400(deps.extraction.preview(accountId, bytes, contentType, finalUrl, stored));
     if (!('needsOcr' in again)) return { plan: withRecognisedText(again, stored), headers: {} };
   }
-  return providerBackedPreview({ ...deps.ocr, em: deps.em }, accountId, { bytes, contentType, needsOcr: first.needsOcr }, (ocr) =>
+  return providerBackedPreview({ ...deps.ocr, em: deps.em }, accountId, { bytes, sha256: preview.sha256, contentType, needsOcr: first.needsOcr }, (ocr) =>
     deps.extraction.preview(accountId, bytes, contentType, finalUrl, ocr));
 }
 
-const exactPreview = (deps: IngestDeps, accountId: string, bytes: Uint8Array, contentType: string): ExactPreview =>
-  ({ accountId, sha256: sha256Hex(bytes), contentType, retentionMs: deps.ocr.ocr.previewRetentionMs });
+const exactPreview = (deps: IngestDeps, accountId: string, sha256: string, contentType: string): ExactPreview =>
+  ({ accountId, sha256, contentType, retentionMs: deps.ocr.ocr.previewRetentionMs });
 
 /** Decoded size of base64 text, computed from its length alone (nothing is decoded). */
 export function decodedBase64Size(b64: string): number {
@@ -137,7 +138,8 @@ async function createJob(
     sourceUrl?: string;
     filename?: string;
     contentType?: string;
-    blob?: { bytes: Buffer; contentType: string };
+    /** The upload, with the sha256 of its bytes computed once for the request hash, preview reuse and the blob row. */
+    blob?: { bytes: Buffer; sha256: string; contentType: string };
     /** The submitting key's audience label (its first), stamped on the source. */
     audience: string | null;
   },
@@ -154,7 +156,7 @@ async function createJob(
     const jobId = randomUUID();
     // Queueing the bytes of a provider-backed preview takes its OCR text, and the allowance unit it spent.
     const reused = input.blob?.contentType === 'application/pdf' &&
-      (await handOverPreview(tx, exactPreview(deps, accountId, input.blob.bytes, input.blob.contentType), jobId));
+      (await handOverPreview(tx, exactPreview(deps, accountId, input.blob.sha256, input.blob.contentType), jobId));
     const quota = reused ? await readQuota(tx, accountId, 'ingest') : await consumeQuota(tx, accountId, 'ingest');
     await insertSubmission(tx, { id: jobId, accountId, ...input });
     return { jobId, created: true, quota };
@@ -193,14 +195,15 @@ export async function submitFile(
   const live = requireLive(body);
   // Bytes that cannot be what they claim are refused now, before a job exists or a unit is spent.
   await refusedAs400(deps.extraction.check(principal.accountId, body.bytes, body.contentType));
+  const sha256 = sha256Hex(body.bytes);
   return createJob(deps, principal, {
     kind: 'file',
     idempotencyKey: live.idempotencyKey,
-    requestHash: requestHash({ kind: 'file', filename: body.filename, contentType: body.contentType, sha: sha256Hex(body.bytes), datedAt: live.datedAt }),
+    requestHash: requestHash({ kind: 'file', filename: body.filename, contentType: body.contentType, sha: sha256, datedAt: live.datedAt }),
     datedAt: live.datedAt,
     filename: body.filename,
     contentType: body.contentType,
-    blob: { bytes: body.bytes, contentType: body.contentType },
+    blob: { bytes: body.bytes, sha256, contentType: body.contentType },
     audience: principal.audiences?.[0] ?? null,
   });
 }

@@ -10,7 +10,7 @@
  * page missing) or a result that could not be recorded, 502 processing_outcome_unverified. A failed
  * preview returns no plan and leaves nothing to reuse.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
@@ -47,7 +47,7 @@ const budgetExceeded = (message: string, headers: Record<string, string>) => new
 const pagesOf = (n: number) => `${n} page${n === 1 ? '' : 's'}`;
 
 /** Checks the budgets, spends the allowance unit and reserves the credits, and records the preview: one transaction. */
-async function open(deps: ProviderPreviewDeps, accountId: string, bytes: Uint8Array, contentType: SupportedContentType, pages: number) {
+async function open(deps: ProviderPreviewDeps, accountId: string, sha256: string, contentType: SupportedContentType, pages: number) {
   const id = randomUUID();
   const cost = pages * deps.provider.creditsPerPage;
   return deps.em.transactional(async (tx) => {
@@ -65,7 +65,7 @@ async function open(deps: ProviderPreviewDeps, accountId: string, bytes: Uint8Ar
       );
     }
     const reserved = await reserve(tx, { reservationId: id, accountId, metric: 'ingest', baseCost: 0, maxProviderCost: cost, consumeQuota: true });
-    await insertPreview(tx, { id, accountId, sha256: createHash('sha256').update(bytes).digest('hex'), contentType, pages });
+    await insertPreview(tx, { id, accountId, sha256, contentType, pages });
     // Text of previews past their retention (any account's) is no longer reusable: it goes.
     await expirePreviews(tx, deps.ocr.previewRetentionMs);
     return reserved;
@@ -89,11 +89,11 @@ function within<T>(work: Promise<T>, ms: number): Promise<T> {
 export async function providerBackedPreview(
   deps: ProviderPreviewDeps,
   accountId: string,
-  input: { bytes: Uint8Array; contentType: SupportedContentType; needsOcr: number[] },
+  input: { bytes: Uint8Array; sha256: string; contentType: SupportedContentType; needsOcr: number[] },
   planWith: (ocr: PageText[]) => Promise<Plan | NeedsOcr>,
 ): Promise<{ plan: OcrPlan; headers: Record<string, string> }> {
   const rate = deps.provider.creditsPerPage;
-  const reserved = await open(deps, accountId, input.bytes, input.contentType, input.needsOcr.length);
+  const reserved = await open(deps, accountId, input.sha256, input.contentType, input.needsOcr.length);
   const quota = reserved.quota ? quotaHeaders(reserved.quota) : {};
   const deadline = Date.now() + deps.ocr.previewTimeoutMs;
   const done: PageText[] = [];
