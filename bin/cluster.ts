@@ -5,7 +5,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
 import { startBalancer, type Balancer, type Upstream } from '../shared/cluster/balancer.ts';
 import { clusterLayout, loadClusterSettings } from '../shared/cluster/layout.ts';
@@ -17,7 +16,7 @@ import { loadConfig } from '../shared/config.ts';
 import { provideDatabase } from '../shared/local/infra.ts';
 import { assertPortFree } from '../shared/local/preflight.ts';
 import { createLogger } from '../shared/logger.ts';
-import { describeFailure, runMain, supervisorShutdown } from '../shared/entrypoint.ts';
+import { describeFailure, runMain, supervisorShutdown, waitFor } from '../shared/entrypoint.ts';
 import { temporalServing } from '../shared/temporal/dev-server.ts';
 
 const say = (message: string) => process.stdout.write(`[cluster] ${message}\n`);
@@ -148,12 +147,3 @@ runMain(async () => {
     await shutdown(1);
   }
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string, cancelled: () => boolean) {
-  const deadline = Date.now() + timeoutMs;
-  while (!cancelled()) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`${what} did not become ready within ${timeoutMs / 1000}s`);
-    await sleep(250);
-  }
-}

@@ -2,13 +2,12 @@
 // migrates, runs the worker and the API as child processes, and stops everything on Ctrl-C.
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../shared/config.ts';
 import { createLocalAccountIfEmpty } from '../shared/auth/accounts.ts';
 import { createOrm, migrate } from '../shared/db/orm.ts';
 import { provideDatabase, provideTemporal, writeLocalCredentials } from '../shared/local/infra.ts';
 import { assertDataDirFree, assertPortFree } from '../shared/local/preflight.ts';
-import { describeFailure, runMain, supervisorShutdown } from '../shared/entrypoint.ts';
+import { answersOk, describeFailure, runMain, stopChild, supervisorShutdown, waitFor } from '../shared/entrypoint.ts';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
 
 const say = (message: string) => process.stdout.write(`[cairn] ${message}\n`);
@@ -77,8 +76,9 @@ runMain(async () => {
 
     // Ready means served and worked on: the API answers /readyz and the worker polls (it bundles its
     // workflow code first, which can take longer than the API's start on a busy machine).
+    const readyz = `http://127.0.0.1:${config.port}/readyz`;
     await Promise.all([
-      waitReady(`http://127.0.0.1:${config.port}/readyz`, 120_000, shuttingDown),
+      waitFor(() => answersOk(readyz), 120_000, readyz, shuttingDown),
       workerReady(children[0]!, 120_000),
     ]);
     if (shuttingDown()) return;
@@ -96,20 +96,6 @@ runMain(async () => {
   }
 });
 
-async function waitReady(url: string, timeoutMs: number, cancelled: () => boolean) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline && !cancelled()) {
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(250);
-  }
-  if (!cancelled()) throw new Error(`${url} did not report ready within ${timeoutMs / 1000}s`);
-}
-
 /** Resolves when the worker sends 'ready' (bin/worker.ts), or when it exits (which stops everything). */
 function workerReady(worker: ChildProcess, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -121,13 +107,4 @@ function workerReady(worker: ChildProcess, timeoutMs: number): Promise<void> {
     worker.on('message', (m) => m === 'ready' && done());
     worker.once('exit', done);
   });
-}
-
-async function stopChild(child: ChildProcess, timeoutMs: number) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  await exited;
-  clearTimeout(timer);
 }

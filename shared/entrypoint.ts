@@ -1,3 +1,5 @@
+import type { ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from './config.ts';
 
 /**
@@ -94,4 +96,28 @@ export function supervisorShutdown(say: (message: string) => void, stopChildren:
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
   return { stops, shutdown, shuttingDown: () => shuttingDown };
+}
+
+/** Polls `check` every 250 ms until it holds; throws once `timeoutMs` passed; returns early when `cancelled`. */
+export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string, cancelled: () => boolean): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cancelled()) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`${what} did not become ready within ${timeoutMs / 1000}s`);
+    await sleep(250);
+  }
+}
+
+/** Whether `url` answers 2xx within 2 s (false while nothing listens). */
+export const answersOk = (url: string): Promise<boolean> =>
+  fetch(url, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+
+/** Stops a child process: SIGTERM, then SIGKILL once `timeoutMs` passed; resolves when it has exited. */
+export async function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  await exited;
+  clearTimeout(timer);
 }

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync } from 'node:fs';
+import { stopChild } from '../entrypoint.ts';
 
 export type Supervised = {
   name: string;
@@ -69,13 +70,7 @@ export function supervise(opts: {
     async stop(timeoutMs) {
       stopping = true;
       clearTimeout(timer);
-      const running = child;
-      if (!running || running.exitCode !== null || running.signalCode !== null) return;
-      const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
-      running.kill('SIGTERM');
-      const kill = setTimeout(() => running.kill('SIGKILL'), timeoutMs);
-      await exited;
-      clearTimeout(kill);
+      if (child) await stopChild(child, timeoutMs);
     },
   };
 }

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { Connection } from '@temporalio/client';
+import { answersOk } from '../entrypoint.ts';
 import { CAIRN_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.ts';
 
 const CLI_TYPE = { KEYWORD: 'Keyword', KEYWORD_LIST: 'KeywordList' } as const;
@@ -90,8 +91,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
       throw new Error(`temporal server start-dev exited with code ${exited}:\n${output.join('')}`);
     }
     // Serving means both: the frontend answers its health check and the Web UI (started after it) answers.
-    const uiAnswers = () => fetch(uiUrl, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
-    if ((await temporalServing(address)) && (await uiAnswers())) return { address, uiUrl, process: child, stop };
+    if ((await temporalServing(address)) && (await answersOk(uiUrl))) return { address, uiUrl, process: child, stop };
     if (Date.now() > deadline) {
       await stop();
       throw new Error(`Temporal dev server did not become ready at ${address}:\n${output.join('')}`);
