@@ -1,15 +1,15 @@
 import type { Reach } from '../auth/principal.ts';
 import type { Claim, Evidence } from '../contracts/memory.ts';
-import { audienceCondition, bound } from '../db/sql.ts';
 import { sentenceSpans } from '../ingest/extract/sentences.ts';
 import type { Boundary } from '../retrieval/boundary.ts';
 import { retrieve } from '../retrieval/retrieve.ts';
 import type { SearchIndex } from '../retrieval/search-index.ts';
-import { CLAIM_SELECT, claimRecord, peerClaims, type ClaimRow } from './claims.ts';
+import { claimRecord } from './claims.ts';
+import { claimsByIds, peerClaims, type ClaimRow } from './claims.queries.ts';
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import { requireLabel, type LabelRow } from './labels.ts';
 import { messageItem } from './messages.ts';
-import { MESSAGE_SELECT, type MessageRow } from './messages.queries.ts';
+import { latestMessages, messagesByIds, peerSessionIds, type MessageRow, type MessageWhere } from './messages.queries.ts';
 
 // Reading memory: ask (span-cited evidence), peer and session context (assembled, fail-closed) and the
 // representation of a peer. A question is ranked by the query's retrieval (shared/retrieval) over the
@@ -33,32 +33,8 @@ function conflictsOf(claims: Claim[]): Conflict[] {
   return claims.filter((c) => c.conflicts_with.length).map((c) => ({ claim_id: c.id, conflicts_with: c.conflicts_with }));
 }
 
-type MessageWhere = { audiences: Reach['audiences']; peerId?: string; sessionId?: string };
-
-/** Available messages inside the key's audiences, of the peer and/or the session when given. */
-function messageFilters(where: MessageWhere): { filters: string[]; params: unknown[] } {
-  const inReach = audienceCondition('m.audience', where.audiences);
-  const filters = [`m.available${inReach.sql}`];
-  const params: unknown[] = [...inReach.params];
-  if (where.peerId) {
-    filters.push('m.peer_id = ?');
-    params.push(where.peerId);
-  }
-  if (where.sessionId) {
-    filters.push('m.session_id = ?');
-    params.push(where.sessionId);
-  }
-  return { filters, params };
-}
-
-async function recentMessages(tx: Em, where: MessageWhere, limit = RECENT_MESSAGES) {
-  const { filters, params } = messageFilters(where);
-  const rows = await bound<MessageRow>(
-    tx,
-    `${MESSAGE_SELECT} where ${filters.join(' and ')} order by m.created_at desc, m.event_id desc, m.position desc limit ?`,
-    [...params, limit],
-  );
-  return rows.reverse();
+async function recentMessages(tx: Em, where: MessageWhere) {
+  return (await latestMessages(tx, where, RECENT_MESSAGES)).reverse();
 }
 
 /** The sentence of a message sharing most words with the query: the span a message citation points at. */
@@ -140,13 +116,6 @@ function rankedEvidence(ranked: Retrieved, claims: Map<string, Claim>, query: st
   });
 }
 
-/** The sessions a peer takes part in (its messages' and claims'). */
-async function peerSessions(tx: Em, peerId: string): Promise<string[]> {
-  const rows = await bound<{ id: string }>(tx, `select distinct session_id as id from memory_message where peer_id = ? and available
-     union select session_id from memory_claim where peer_id = ? and session_id is not null`, [peerId, peerId]);
-  return rows.map((r) => r.id);
-}
-
 /**
  * Memory of the given sessions ranked against the query by the query operation's retrieval (accuracy),
  * with the claims and messages it returned as records.
@@ -161,8 +130,8 @@ async function rankMemory(tx: Em, index: SearchIndex | undefined, reach: Reach, 
   const claimIds = ranked.filter((e) => e.kind === 'claim').map((e) => e.ref.id);
   const messageIds = ranked.filter((e) => e.kind === 'message').map((e) => e.ref.id);
   const [claims, messages] = await Promise.all([
-    claimIds.length ? bound<ClaimRow>(tx, `${CLAIM_SELECT} where c.id = any(?::uuid[])`, [claimIds]) : [],
-    messageIds.length ? bound<MessageRow>(tx, `${MESSAGE_SELECT} where m.id = any(?::uuid[])`, [messageIds]) : [],
+    claimIds.length ? claimsByIds(tx, claimIds) : [],
+    messageIds.length ? messagesByIds(tx, messageIds) : [],
   ]);
   const order = new Map(ranked.map((e, i) => [e.ref.id, i]));
   const byRank = <T extends { id: string }>(rows: T[]) => rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
@@ -175,7 +144,7 @@ export async function askPeer(em: Em, index: SearchIndex | undefined, reach: Rea
   return snapshot(em, async (tx) => {
     const peer = await requireLabel(tx, reach, 'peer', peerLabel);
     const session = req.session_id ? await requireLabel(tx, reach, 'session', req.session_id) : null;
-    const sessions = session ? [session.id] : await peerSessions(tx, peer.id);
+    const sessions = session ? [session.id] : await peerSessionIds(tx, peer.id);
     const r = await rankMemory(tx, index, reach, sessions, req.query, req.limit);
     return contextResponse(peer, session, req.query, r.claims, r.messages, r.evidence);
   });
@@ -187,7 +156,7 @@ export async function peerContext(em: Em, index: SearchIndex | undefined, reach:
     const peer = await requireLabel(tx, reach, 'peer', peerLabel);
     const session = opts.session ? await requireLabel(tx, reach, 'session', opts.session) : null;
     if (opts.q) {
-      const r = await rankMemory(tx, index, reach, session ? [session.id] : await peerSessions(tx, peer.id), opts.q, CONTEXT_RANKED);
+      const r = await rankMemory(tx, index, reach, session ? [session.id] : await peerSessionIds(tx, peer.id), opts.q, CONTEXT_RANKED);
       return contextResponse(peer, session, opts.q, r.claims, r.messages, r.evidence);
     }
     const claims = await peerClaims(tx, peer.id, ['current'], true, CONTEXT_CLAIMS);

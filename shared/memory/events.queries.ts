@@ -5,7 +5,8 @@ import { bound, inAudiences, sql } from '../db/sql.ts';
 
 // The memory event queue's statements (memory_event, memory_message): the API's reads and deletion
 // requests (events.ts), the dispatcher's claims, a batch's begin and end, its messages, deletions
-// (dispatcher.ts, batch.ts, event-steps.ts). The decisions are in those files.
+// (dispatcher.ts, batch.ts, event-steps.ts), the add-events' commit (commit.ts). The decisions are in
+// those files.
 
 export type EventKind = 'add_messages' | 'delete_peer' | 'delete_session';
 
@@ -78,7 +79,34 @@ export async function finishEvents(tx: Em, eventIds: string[], status: 'succeede
   );
 }
 
+/** How an event ended, as the batch commit writes it. */
+export type EventEnd = { id: string; status: 'succeeded' | 'failed'; outcome: Record<string, unknown> | null; failure: { message: string } | null };
 
+/** Ends events, each with its own status, outcome and failure, in one statement (an event already ended is kept). */
+export async function endEvents(tx: Em, ends: EventEnd[]): Promise<void> {
+  await bound(
+    tx,
+    `update memory_event e set status = u.status, completed_at = now(), outcome = u.outcome, failure = u.failure
+         from jsonb_to_recordset(?::jsonb) as u(id uuid, status text, outcome jsonb, failure jsonb)
+        where e.id = u.id and e.status in ('queued', 'running')`,
+    [JSON.stringify(ends)],
+  );
+}
+
+/** Makes the events' messages available: readable, and searchable without vectors. */
+export async function makeAvailable(tx: Em, eventIds: string[]): Promise<void> {
+  await bound(tx, 'update memory_message set available = true where event_id = any(?::uuid[])', [eventIds]);
+}
+
+/** Makes messages available with their vectors (hex; null: stored without one) made by `model`. */
+export async function makeAvailableWithVectors(tx: Em, model: string, messageIds: string[], vectors: (string | null)[]): Promise<void> {
+  await bound(
+    tx,
+    `update memory_message m set available = true, embedding = decode(v.vector, 'hex'), embedding_model = case when v.vector is null then null else ? end
+           from unnest(?::uuid[], ?::text[]) v(id, vector) where m.id = v.id`,
+    [model, messageIds, vectors],
+  );
+}
 
 /** The stored messages of add-events, by event, in write order. */
 export async function loadMessages(em: Em, eventIds: string[]): Promise<Map<string, StoredMessage[]>> {

@@ -34,3 +34,17 @@ export async function labelsAfter(em: Em, reach: Reach, kind: LabelKind, after: 
       ${after !== undefined ? sql`and label > ${after}` : sql.empty}
     order by label limit ${limit}`);
 }
+
+/**
+ * Locks those of the peers and sessions that still exist (for share, in id order: a deletion running
+ * now waits for the caller's transaction or has won) and returns their ids.
+ */
+export async function lockLiveLabels(tx: Em, peerIds: string[], sessionIds: string[]): Promise<{ peers: string[]; sessions: string[] }> {
+  const [alive] = await bound<{ peers: string[]; sessions: string[] }>(
+    tx,
+    `select (select coalesce(array_agg(id), '{}') from (select id from memory_peer where id = any(?::uuid[]) order by id for share) p) as peers,
+              (select coalesce(array_agg(id), '{}') from (select id from memory_session where id = any(?::uuid[]) order by id for share) s) as sessions`,
+    [peerIds, sessionIds],
+  );
+  return alive!;
+}

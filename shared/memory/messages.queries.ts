@@ -1,12 +1,12 @@
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import type { Reach } from '../auth/principal.ts';
 import { WORKSPACE } from '../contracts/memory.ts';
-import { bound, inAudiences, sql } from '../db/sql.ts';
+import { audienceCondition, bound, inAudiences, sql } from '../db/sql.ts';
 import { sha256Hex } from '../hash.ts';
 import { exactTime } from './pagination.ts';
 
 // The message write and read statements (memory_event, memory_message, cairn_add_messages); the rules
-// are in messages.ts.
+// are in messages.ts and context.ts.
 
 export type MessageRow = {
   id: string; session_label: string; peer_label: string; role: 'user' | 'assistant' | 'system' | 'tool'; content: string;
@@ -60,4 +60,44 @@ export async function sessionMessagesAfter(em: Em, reach: Reach, sessionId: stri
   return bound<MessageRow>(em, sql`${sql.raw(MESSAGE_SELECT)} where m.session_id = ${sessionId} and m.available${inAudiences('m.audience', reach.audiences)}
       ${after ? sql`and (m.created_at, m.event_id, m.position) > (${after[0]}::timestamptz, ${after[1]}::uuid, ${after[2]}::int)` : sql.empty}
     order by m.created_at, m.event_id, m.position limit ${limit}`);
+}
+
+export type MessageWhere = { audiences: Reach['audiences']; peerId?: string; sessionId?: string };
+
+/** Available messages inside the key's audiences, of the peer and/or the session when given. */
+function messageFilters(where: MessageWhere): { filters: string[]; params: unknown[] } {
+  const inReach = audienceCondition('m.audience', where.audiences);
+  const filters = [`m.available${inReach.sql}`];
+  const params: unknown[] = [...inReach.params];
+  if (where.peerId) {
+    filters.push('m.peer_id = ?');
+    params.push(where.peerId);
+  }
+  if (where.sessionId) {
+    filters.push('m.session_id = ?');
+    params.push(where.sessionId);
+  }
+  return { filters, params };
+}
+
+/** The latest `limit` available messages inside `where`, newest first. */
+export async function latestMessages(tx: Em, where: MessageWhere, limit: number): Promise<MessageRow[]> {
+  const { filters, params } = messageFilters(where);
+  return bound<MessageRow>(
+    tx,
+    `${MESSAGE_SELECT} where ${filters.join(' and ')} order by m.created_at desc, m.event_id desc, m.position desc limit ?`,
+    [...params, limit],
+  );
+}
+
+/** Messages by id (no boundary: the ids come from a read that applied it). */
+export async function messagesByIds(tx: Em, ids: string[]): Promise<MessageRow[]> {
+  return bound<MessageRow>(tx, `${MESSAGE_SELECT} where m.id = any(?::uuid[])`, [ids]);
+}
+
+/** The sessions a peer takes part in (its available messages' and its claims'). */
+export async function peerSessionIds(tx: Em, peerId: string): Promise<string[]> {
+  const rows = await bound<{ id: string }>(tx, `select distinct session_id as id from memory_message where peer_id = ? and available
+     union select session_id from memory_claim where peer_id = ? and session_id is not null`, [peerId, peerId]);
+  return rows.map((r) => r.id);
 }
