@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal, Reach } from '../auth/principal.ts';
-import { audienceCondition, bound } from '../db/sql.ts';
 import { forbidden } from '../errors.ts';
+import { labelsInReach, sourceAudiences } from './boundary.queries.ts';
 
 /**
  * The authorized context of one query: the account, the key's audiences, and the selectors of the
@@ -32,12 +32,7 @@ export type Selectors = {
 const unique = (xs: string[]) => [...new Set(xs)];
 
 async function resolveLabels(em: EntityManager, table: 'memory_peer' | 'memory_session', reach: Reach, labels: string[]) {
-  const inReach = audienceCondition('audience', reach.audiences);
-  const rows = await bound<{ id: string; label: string }>(
-    em,
-    `select id, label from ${table} where account_id = ? and workspace = 'default' and label = any(?::text[])${inReach.sql}`,
-    [reach.accountId, labels, ...inReach.params],
-  );
+  const rows = await labelsInReach(em, table, reach, labels);
   if (rows.length !== labels.length) {
     const what = table === 'memory_peer' ? 'peer_ids' : 'session_ids';
     throw forbidden(`${what} names a label outside this credential's context.`);
@@ -70,11 +65,7 @@ export async function resolveBoundary(em: EntityManager, principal: Principal, s
   if (s.source_ids) {
     const ids = unique(s.source_ids.map((x) => x.toLowerCase()));
     checks.push(
-      bound<{ id: string; audience: string | null }>(
-        em,
-        `select id, audience from source where account_id = ? and id = any(?::uuid[]) and status <> 'deleted'`,
-        [principal.accountId, ids],
-      ).then((rows) => {
+      sourceAudiences(em, principal.accountId, ids).then((rows) => {
         const visible = rows.filter((r) => !principal.audiences || (r.audience !== null && principal.audiences.includes(r.audience)));
         if (visible.length !== ids.length) throw forbidden('source_ids names a source outside this credential\'s context.');
         boundary.sourceIds = ids;

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound } from '../db/sql.ts';
+import { citationKey } from './citations.queries.ts';
 
 /**
  * Citation handles: `cit_` + base64url(iv | AES-256-GCM(kind, row id) | tag), sealed with a secret kept
@@ -13,12 +13,6 @@ export type CitedRef = { table: 'record' | 'message' | 'claim'; id: string };
 
 const TABLE_CODE = { record: 1, message: 2, claim: 3 } as const;
 const CODE_TABLE = new Map<number, CitedRef['table']>(Object.entries(TABLE_CODE).map(([k, v]) => [v, k as CitedRef['table']]));
-
-async function loadKey(em: EntityManager): Promise<Buffer> {
-  await bound(em, 'insert into query_secret (id, key) values (1, ?) on conflict (id) do nothing', [randomBytes(32)]);
-  const [row] = await bound<{ key: Buffer }>(em, 'select key from query_secret where id = 1', []);
-  return row!.key;
-}
 
 /**
  * Citation handles with their caches, made once per process (buildApp) and given to each query, like
@@ -49,7 +43,7 @@ export function createCitations(): Citations {
       const id = `${em.config.get('clientUrl') ?? ''}/${em.config.get('dbName') ?? ''}`;
       let key = keys.get(id);
       if (!key) {
-        key = loadKey(em.fork());
+        key = citationKey(em.fork(), randomBytes(32));
         keys.set(id, key);
         key.catch(() => keys.delete(id));
       }

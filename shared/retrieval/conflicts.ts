@@ -1,8 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound, sql } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
-import { memoryWhere } from './candidates.ts';
 import type { CitedRef } from './citations.ts';
+import { conflictPairs } from './conflicts.queries.ts';
 
 /**
  * The contradictions native memory has recorded (memory_claim.conflicts_with) among the given claims
@@ -13,23 +12,9 @@ import type { CitedRef } from './citations.ts';
  */
 export type KnownConflict = { topic: string; claims: { ref: CitedRef; text: string }[] };
 
-type Row = { claim_id: string; other_id: string; claim_text: string; other_text: string; slot: string | null; peer: string };
-
 export async function claimConflicts(em: EntityManager, b: Boundary, claimIds: string[]): Promise<KnownConflict[]> {
   if (claimIds.length === 0) return [];
-  const rows = await bound<Row>(
-    em,
-    sql`with pairs as (
-        select e.id as claim_id, x.other_id from memory_claim e cross join lateral unnest(e.conflicts_with) x(other_id)
-         where e.id = any(${claimIds}::uuid[]) and e.account_id = ${b.accountId}
-        union
-        select e.id, o.id from unnest(${claimIds}::uuid[]) e(id) join memory_claim o on o.conflicts_with @> array[e.id] and o.account_id = ${b.accountId})
-      select pairs.claim_id, c.id as other_id, e.content as claim_text, c.content as other_text, coalesce(e.slot, c.slot) as slot,
-             p.label as peer
-        from pairs join memory_claim e on e.id = pairs.claim_id join memory_claim c on c.id = pairs.other_id
-        join memory_peer p on p.id = c.peer_id
-       where ${sql.join(memoryWhere(b, 'c'), ' and ')}`,
-  );
+  const rows = await conflictPairs(em, b, claimIds);
   // Claims joined by a recorded contradiction form one group (one topic: the slot of one peer).
   const groupOf = new Map<string, Set<string>>();
   const text = new Map<string, string>();

@@ -5,7 +5,8 @@ import { Migration0021RecordForeignKeys } from '../../shared/db/migrations/0021-
 import { bound } from '../../shared/db/sql.ts';
 import { deleteSourceRecords } from '../../shared/ingest/build.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';
-import { fetchCandidates, type Match } from '../../shared/retrieval/candidates.ts';
+import { fetchCandidates } from '../../shared/retrieval/candidates.ts';
+import type { Match } from '../../shared/retrieval/candidates.queries.ts';
 import { queryWords } from '../../shared/retrieval/retrieve.ts';
 import { createTestAccount } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';

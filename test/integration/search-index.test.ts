@@ -6,7 +6,7 @@ import { deleteSourceRecords } from '../../shared/ingest/build.ts';
 import type { Filter, QueryWord } from '../../shared/retrieval/account-index.ts';
 import { ADJACENT_WEIGHT, B, K1, NEIGHBOUR_DECAY } from '../../shared/retrieval/bm25.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';
-import { fallbackStatistics } from '../../shared/retrieval/candidates.ts';
+import { fallbackStatistics } from '../../shared/retrieval/candidates.queries.ts';
 import type { Strategy } from '../../shared/retrieval/ranking.ts';
 import { PLANS, queryWords, retrieve, type Plan } from '../../shared/retrieval/retrieve.ts';
 import { createSearchIndex, memoryVersion, recordVersion, type SearchIndex } from '../../shared/retrieval/search-index.ts';
