@@ -11,7 +11,7 @@ import {
 } from './build.queries.ts';
 import { embedForStorage, toHex, type Embedder } from '../retrieval/embeddings.ts';
 import { fetchSource } from './fetch-source.ts';
-import { storedPages } from './ocr/repository.ts';
+import { storedPages } from './ocr/pages.queries.ts';
 import { parseSourceUrl, type UrlPolicy } from './url-safety.ts';
 
 // The steps of an ingest job, called by the ingest workflow's activities. Each is idempotent: the

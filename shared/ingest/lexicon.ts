@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound } from '../db/sql.ts';
+import { insertLexiconWords } from './lexicon.queries.ts';
 
 // The account's lexicon (migration 0015): the distinct words of its source excerpts, where retrieval
-// looks up near spellings of a name (shared/retrieval/candidates.ts). It only suggests spellings: the
+// looks up near spellings of a name (shared/retrieval/candidates.queries.ts). It only suggests spellings: the
 // evidence itself is then found through the records' full-text index, inside the query's boundary.
 
 const WORD = /[\p{L}\p{N}]+/gu;
@@ -30,7 +30,6 @@ export function lexiconWords(texts: string[]): string[] {
  */
 export async function addToLexicon(em: EntityManager, accountId: string, words: string[]): Promise<void> {
   for (let i = 0; i < words.length; i += INSERT_CHUNK) {
-    await bound(em, 'insert into record_lexicon (account_id, word) select ?, w from unnest(?::text[]) as w on conflict do nothing',
-      [accountId, words.slice(i, i + INSERT_CHUNK)]);
+    await insertLexiconWords(em, accountId, words.slice(i, i + INSERT_CHUNK));
   }
 }

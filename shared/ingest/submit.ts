@@ -13,7 +13,7 @@ import type { ExtractionPool } from './extraction-pool.ts';
 import { fetchSource, invalidIngest } from './fetch-source.ts';
 import { findJob, insertSubmission, jobOfKey, type Job } from './jobs.queries.ts';
 import { providerBackedPreview, withRecognisedText, type OcrPlan, type ProviderPreviewDeps } from './ocr/preview.ts';
-import { handOverPreview, type ExactPreview } from './ocr/repository.ts';
+import { handOverPreview, type ExactPreview } from './ocr/pages.queries.ts';
 import { previewedPages } from './ocr/reuse.ts';
 import { FetchRefusedError } from './safe-fetch.ts';
 import { assertFetchableUrl, parseSourceUrl, type UrlPolicy } from './url-safety.ts';

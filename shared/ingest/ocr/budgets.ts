@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config.ts';
-import { budgetRow } from './repository.ts';
+import { budgetRow } from './pages.queries.ts';
 
 /**
  * An account's provider budget for previews, in pages: per request and per UTC day (the account row's

@@ -13,7 +13,7 @@ import { readLongBytes } from '../../db/sql.ts';
 import { getBalance } from '../../metering/ledger.ts';
 import { reserve, settle } from '../../metering/reservations.ts';
 import { ExtractionError } from '../extract/index.ts';
-import { jobForOcr, storedPages, storePages } from './repository.ts';
+import { jobForOcr, storedPages, storePages } from './pages.queries.ts';
 import { verifiedPages, type TextProvider } from './provider.ts';
 
 /** Pages per provider call: each batch is one extraction task (within EXTRACTION_CPU_SECONDS) and one heartbeat of progress. */

@@ -22,7 +22,7 @@ import { ExtractionError, type SupportedContentType } from '../extract/index.ts'
 import { PREVIEW_TEXT_LIMIT, type NeedsOcr, type Plan } from '../prepare.ts';
 import { processingBudget } from './budgets.ts';
 import { OCR_BATCH_PAGES } from './live.ts';
-import { expirePreviews, insertPreview, markPreview, storePages } from './repository.ts';
+import { expirePreviews, insertPreview, markPreview, storePages } from './pages.queries.ts';
 import { verifiedPages, type PageText, type TextProvider } from './provider.ts';
 
 export type ProviderPreviewDeps = { em: EntityManager; provider: TextProvider; ocr: Config['ocr']; logger: Logger };
