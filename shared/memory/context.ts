@@ -33,6 +33,7 @@ function conflictsOf(claims: Claim[]): Conflict[] {
   return claims.filter((c) => c.conflicts_with.length).map((c) => ({ claim_id: c.id, conflicts_with: c.conflicts_with }));
 }
 
+/** The latest RECENT_MESSAGES messages inside `where`, in conversation order. */
 async function recentMessages(tx: Em, where: MessageWhere) {
   return (await latestMessages(tx, where, RECENT_MESSAGES)).reverse();
 }

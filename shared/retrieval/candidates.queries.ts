@@ -71,7 +71,7 @@ function recordSql(b: Boundary, m: Match, limit: number): Sql {
   if (m.type === 'scored') {
     // The boundary is applied again here: the in-memory ranking never decides what may be returned.
     // The ids and scores travel as array literals, built here in one join each.
-    // By ctid, the id must match too: a row that moved is simply not found there (fetchCandidates
+    // By ctid, the id must match too: a row that moved is simply not found there (candidateRows
     // then asks for it by id).
     const ids = `{${m.ids.join(',')}}`;
     const scores = `{${m.scores.join(',')}}`;
