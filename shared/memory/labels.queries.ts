@@ -3,7 +3,8 @@ import type { Reach } from '../auth/principal.ts';
 import { WORKSPACE } from '../contracts/memory.ts';
 import { bound, inAudiences, sql, type Sql } from '../db/sql.ts';
 
-// The peer and session statements (memory_peer, memory_session); the rules are in labels.ts.
+// The peer and session statements (memory_peer, memory_session); the rules are in labels.ts and, for
+// the batch commit's lock, commit.ts.
 
 export type LabelKind = 'peer' | 'session';
 export type LabelRow = { id: string; label: string; created_at: Date; audience: string | null };
