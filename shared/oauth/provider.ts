@@ -2,8 +2,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Orm } from '../db/orm.ts';
-import { bound } from '../db/sql.ts';
 import { safeFetch } from '../ingest/safe-fetch.ts';
+import { activeAccount } from './accounts.queries.ts';
 import { PostgresOauthAdapter } from './adapter.ts';
 import { CONNECTED_APP_SCOPES, connectApplication, connectedAppScopes } from './connected-apps.ts';
 import { loadOauthSecrets } from './secrets.ts';
@@ -46,12 +46,7 @@ export async function providerFetch(input: string | URL | Request, init?: Reques
 
 async function findActiveAccount(em: EntityManager, id: string) {
   if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
-  const [row] = await bound<{ id: string; email: string; display_name: string | null }>(
-    em,
-    `select id, email, display_name from account where id = ? and state = 'active' and disabled_at is null`,
-    [id],
-  );
-  return row;
+  return activeAccount(em, id);
 }
 
 /**
