@@ -8,6 +8,15 @@ import { clearSessionCookie, SESSION_COOKIE, setSessionCookie } from '../../plug
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 429: ErrorEnvelope };
 
+const SIGNED_OUT = {
+  schemaVersion: 'service-auth-session-v2' as const,
+  signedIn: false,
+  accountState: 'signed_out' as const,
+  account: null,
+  session: null,
+  linkedProviders: null,
+};
+
 export const authRoutes: FastifyPluginAsyncZod<{ config: Config }> = async (app, { config }) => {
   app.post(
     '/v1/auth/login',
@@ -48,16 +57,7 @@ export const authRoutes: FastifyPluginAsyncZod<{ config: Config }> = async (app,
     },
     async (request) => {
       const p = request.principal;
-      if (!p) {
-        return {
-          schemaVersion: 'service-auth-session-v2' as const,
-          signedIn: false,
-          accountState: 'signed_out' as const,
-          account: null,
-          session: null,
-          linkedProviders: null,
-        };
-      }
+      if (!p) return SIGNED_OUT;
       const [account, session] = await Promise.all([
         getAccount(request.em, p.accountId),
         getBrowserSession(request.em, p.credentialId),
