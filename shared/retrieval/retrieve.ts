@@ -5,7 +5,8 @@ import { CLAIM, MESSAGE, RECORD } from './bm25.ts';
 import type { Boundary } from './boundary.ts';
 import { candidateDoc, fallbackCandidates, fallbackStatistics, fetchCandidates, fetchHits, nearSpellings, type Candidate } from './candidates.ts';
 import { rank, type Ranked, type Scored, type Strategy } from './ranking.ts';
-import { memoryVersion, recordVersion, type SearchIndex } from './search-index.ts';
+import type { SearchIndex } from './search-index.ts';
+import { memoryVersion, recordVersion } from './search-index.queries.ts';
 import { isStopWord, words } from './text.ts';
 
 /**
