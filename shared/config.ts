@@ -280,28 +280,11 @@ export class ConfigError extends Error {
   }
 }
 
+type Env = z.infer<typeof envSchema>;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => ({
-        variable: String(issue.path[0] ?? '(environment)'),
-        message: issue.message,
-      })),
-    );
-  }
-  const e = parsed.data;
-  if (e.EMBEDDINGS_BASE_URL && !e.EMBEDDINGS_MODEL) {
-    throw new ConfigError([{ variable: 'EMBEDDINGS_MODEL', message: 'is required when EMBEDDINGS_BASE_URL is set' }]);
-  }
-  if (e.ANSWER_PROVIDER === 'openai' && (!e.ANSWER_PROVIDER_URL || !e.ANSWER_PROVIDER_MODEL)) {
-    throw new ConfigError([
-      { variable: e.ANSWER_PROVIDER_URL ? 'ANSWER_PROVIDER_MODEL' : 'ANSWER_PROVIDER_URL', message: 'is required when ANSWER_PROVIDER=openai' },
-    ]);
-  }
+  const e = parseEnv(env);
   const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://127.0.0.1:${e.PORT}`).replace(/\/$/, '');
-  // URL.href normalises: a root address keeps its trailing slash, a path has none added.
-  const mcpPublicUrl = new URL(e.MCP_PUBLIC_URL ?? `http://127.0.0.1:${e.MCP_PORT}/`).href;
   return {
     databaseUrl: e.DATABASE_URL,
     dataDir: path.resolve(cwd, e.DATA_DIR),
@@ -327,18 +310,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel: e.LOG_LEVEL,
     migrateOnStart: e.MIGRATE_ON_START,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
-    auth: {
-      sessionLifetimeMs: e.SESSION_LIFETIME_HOURS * 3_600_000,
-      sessionIdleMs: e.SESSION_IDLE_HOURS * 3_600_000,
-      cliSessionLifetimeMs: e.CLI_SESSION_LIFETIME_DAYS * 86_400_000,
-      deviceCodeTtlMs: e.DEVICE_CODE_TTL_SECONDS * 1000,
-      devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
-      loginFreeFailures: e.LOGIN_FREE_FAILURES,
-      loginBackoffMaxMs: e.LOGIN_BACKOFF_MAX_SECONDS * 1000,
-      loginMaxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS,
-      loginThrottleWindowMs: e.LOGIN_THROTTLE_WINDOW_MINUTES * 60_000,
-      accountDeletionWaitMs: e.ACCOUNT_DELETION_WAIT_MS,
-    },
+    auth: authConfig(e),
     metering: {
       settlementGraceMs: e.SETTLEMENT_GRACE_SECONDS * 1000,
       rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
@@ -361,36 +333,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       previewTimeoutMs: e.OCR_PREVIEW_TIMEOUT_SECONDS * 1000,
       previewRetentionMs: e.OCR_PREVIEW_RETENTION_HOURS * 3_600_000,
     },
-    mcp: {
-      publicUrl: mcpPublicUrl,
-      apiMountUrl: `${publicBaseUrl}/mcp`,
-      localDevOrigins: e.MCP_LOCAL_DEV_ORIGINS,
-      allowedOrigins: [...new Set([new URL(publicBaseUrl).origin, new URL(mcpPublicUrl).origin])],
-    },
-    oauth: {
-      mode: e.MCP_AUTH_ISSUER ? 'external' : 'builtin',
-      issuer: (e.MCP_AUTH_ISSUER ?? `${publicBaseUrl}/oauth`).replace(/\/$/, ''),
-      accessTokenTtlSeconds: e.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
-      refreshTokenTtlSeconds: e.OAUTH_REFRESH_TOKEN_TTL_DAYS * 86_400,
-      unusedClientTtlSeconds: e.OAUTH_UNUSED_CLIENT_TTL_HOURS * 3600,
-      registrationsPerHour: e.OAUTH_REGISTRATIONS_PER_HOUR,
-    },
+    mcp: mcpConfig(e, publicBaseUrl),
+    oauth: oauthConfig(e, publicBaseUrl),
     ops: { metrics: { token: e.METRICS_TOKEN, open: e.METRICS_OPEN }, workerMetricsPort: e.WORKER_METRICS_PORT },
     query: {
       idempotencyRetentionMs: e.QUERY_IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
       indexMaxBytes: e.QUERY_INDEX_MAX_MB * 1024 * 1024,
-      answer:
-        e.ANSWER_PROVIDER === 'openai'
-          ? {
-              mode: 'openai',
-              url: e.ANSWER_PROVIDER_URL!,
-              model: e.ANSWER_PROVIDER_MODEL!,
-              apiKey: e.ANSWER_PROVIDER_API_KEY,
-              timeoutMs: e.ANSWER_PROVIDER_TIMEOUT_SECONDS * 1000,
-              maxCredits: e.ANSWER_PROVIDER_MAX_CREDITS,
-              tokensPerCredit: e.ANSWER_PROVIDER_TOKENS_PER_CREDIT,
-            }
-          : { mode: e.ANSWER_PROVIDER },
+      answer: answerConfig(e),
     },
     embeddings: e.EMBEDDINGS_BASE_URL
       ? {
@@ -412,6 +361,81 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       ingestMonthlyLimit: e.DEFAULT_INGEST_MONTHLY_LIMIT,
     },
   };
+}
+
+/** Validates the environment, including the variables that are required only together. */
+function parseEnv(env: NodeJS.ProcessEnv): Env {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => ({
+        variable: String(issue.path[0] ?? '(environment)'),
+        message: issue.message,
+      })),
+    );
+  }
+  const e = parsed.data;
+  if (e.EMBEDDINGS_BASE_URL && !e.EMBEDDINGS_MODEL) {
+    throw new ConfigError([{ variable: 'EMBEDDINGS_MODEL', message: 'is required when EMBEDDINGS_BASE_URL is set' }]);
+  }
+  if (e.ANSWER_PROVIDER === 'openai' && (!e.ANSWER_PROVIDER_URL || !e.ANSWER_PROVIDER_MODEL)) {
+    throw new ConfigError([
+      { variable: e.ANSWER_PROVIDER_URL ? 'ANSWER_PROVIDER_MODEL' : 'ANSWER_PROVIDER_URL', message: 'is required when ANSWER_PROVIDER=openai' },
+    ]);
+  }
+  return e;
+}
+
+function authConfig(e: Env): Config['auth'] {
+  return {
+    sessionLifetimeMs: e.SESSION_LIFETIME_HOURS * 3_600_000,
+    sessionIdleMs: e.SESSION_IDLE_HOURS * 3_600_000,
+    cliSessionLifetimeMs: e.CLI_SESSION_LIFETIME_DAYS * 86_400_000,
+    deviceCodeTtlMs: e.DEVICE_CODE_TTL_SECONDS * 1000,
+    devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
+    loginFreeFailures: e.LOGIN_FREE_FAILURES,
+    loginBackoffMaxMs: e.LOGIN_BACKOFF_MAX_SECONDS * 1000,
+    loginMaxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS,
+    loginThrottleWindowMs: e.LOGIN_THROTTLE_WINDOW_MINUTES * 60_000,
+    accountDeletionWaitMs: e.ACCOUNT_DELETION_WAIT_MS,
+  };
+}
+
+function mcpConfig(e: Env, publicBaseUrl: string): Config['mcp'] {
+  // URL.href normalises: a root address keeps its trailing slash, a path has none added.
+  const mcpPublicUrl = new URL(e.MCP_PUBLIC_URL ?? `http://127.0.0.1:${e.MCP_PORT}/`).href;
+  return {
+    publicUrl: mcpPublicUrl,
+    apiMountUrl: `${publicBaseUrl}/mcp`,
+    localDevOrigins: e.MCP_LOCAL_DEV_ORIGINS,
+    allowedOrigins: [...new Set([new URL(publicBaseUrl).origin, new URL(mcpPublicUrl).origin])],
+  };
+}
+
+function oauthConfig(e: Env, publicBaseUrl: string): Config['oauth'] {
+  return {
+    mode: e.MCP_AUTH_ISSUER ? 'external' : 'builtin',
+    issuer: (e.MCP_AUTH_ISSUER ?? `${publicBaseUrl}/oauth`).replace(/\/$/, ''),
+    accessTokenTtlSeconds: e.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
+    refreshTokenTtlSeconds: e.OAUTH_REFRESH_TOKEN_TTL_DAYS * 86_400,
+    unusedClientTtlSeconds: e.OAUTH_UNUSED_CLIENT_TTL_HOURS * 3600,
+    registrationsPerHour: e.OAUTH_REGISTRATIONS_PER_HOUR,
+  };
+}
+
+/** parseEnv has checked that the openai provider comes with its URL and model. */
+function answerConfig(e: Env): AnswerConfig {
+  return e.ANSWER_PROVIDER === 'openai'
+    ? {
+        mode: 'openai',
+        url: e.ANSWER_PROVIDER_URL!,
+        model: e.ANSWER_PROVIDER_MODEL!,
+        apiKey: e.ANSWER_PROVIDER_API_KEY,
+        timeoutMs: e.ANSWER_PROVIDER_TIMEOUT_SECONDS * 1000,
+        maxCredits: e.ANSWER_PROVIDER_MAX_CREDITS,
+        tokensPerCredit: e.ANSWER_PROVIDER_TOKENS_PER_CREDIT,
+      }
+    : { mode: e.ANSWER_PROVIDER };
 }
 
 /** Entrypoints call this: a bad variable ends the process with a message naming it, not a stack trace. */

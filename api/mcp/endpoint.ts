@@ -51,6 +51,41 @@ export const protectedResourceMetadata = (config: Config, resource: string) => (
 
 const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h);
 
+/** An error as a JSON-RPC error body, with the status and code the error handler maps it to. */
+function sendRpcError(err: unknown, request: FastifyRequest, reply: FastifyReply) {
+  const mapped = mapError(err);
+  if (mapped.level === 'error') request.log.error({ err }, 'MCP request failed');
+  else request.log[mapped.level]({ code: mapped.code, status: mapped.status }, mapped.message);
+  if (mapped.headers) reply.headers(mapped.headers);
+  const rpcCode = err instanceof McpHttpError ? err.rpcCode : -32000;
+  return reply
+    .code(mapped.status)
+    .header('mcp-protocol-version', PREFERRED_PROTOCOL_VERSION)
+    .type('application/json; charset=utf-8')
+    .send(rpcErrorBody({ message: mapped.message, code: String(mapped.code), rpcCode }, request.id));
+}
+
+/**
+ * CORS for browser-based MCP clients: metadata is public; the endpoint itself answers only origins that
+ * pass the Origin rule (the same check as rule 1), and exposes the headers a client must read.
+ */
+function corsHeaders(guard: ReturnType<typeof requestGuard>) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const origin = first(request.headers.origin);
+    if (origin === undefined) return;
+    if (request.url.includes('/.well-known/')) {
+      reply.header('access-control-allow-origin', '*');
+      return;
+    }
+    if (guard.originAllowed(origin)) {
+      reply
+        .header('access-control-allow-origin', origin)
+        .header('vary', 'Origin')
+        .header('access-control-expose-headers', 'mcp-protocol-version, www-authenticate, retry-after');
+    }
+  };
+}
+
 /**
  * The hosted MCP endpoint (spec 2.5, 4.6), mounted at the MCP listener's root and under /mcp on the
  * API port: discovery metadata, GET/DELETE 405, and POST, one stateless Streamable HTTP message per
@@ -67,35 +102,8 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 1_048_576 }, (_req, body, done) => done(null, body));
 
-  app.setErrorHandler((err, request, reply) => {
-    const mapped = mapError(err);
-    if (mapped.level === 'error') request.log.error({ err }, 'MCP request failed');
-    else request.log[mapped.level]({ code: mapped.code, status: mapped.status }, mapped.message);
-    if (mapped.headers) reply.headers(mapped.headers);
-    const rpcCode = err instanceof McpHttpError ? err.rpcCode : -32000;
-    return reply
-      .code(mapped.status)
-      .header('mcp-protocol-version', PREFERRED_PROTOCOL_VERSION)
-      .type('application/json; charset=utf-8')
-      .send(rpcErrorBody({ message: mapped.message, code: String(mapped.code), rpcCode }, request.id));
-  });
-
-  // CORS for browser-based MCP clients: metadata is public; the endpoint itself answers only origins that
-  // pass the Origin rule (the same check as rule 1), and exposes the headers a client must read.
-  app.addHook('onRequest', async (request, reply) => {
-    const origin = first(request.headers.origin);
-    if (origin === undefined) return;
-    if (request.url.includes('/.well-known/')) {
-      reply.header('access-control-allow-origin', '*');
-      return;
-    }
-    if (guard.originAllowed(origin)) {
-      reply
-        .header('access-control-allow-origin', origin)
-        .header('vary', 'Origin')
-        .header('access-control-expose-headers', 'mcp-protocol-version, www-authenticate, retry-after');
-    }
-  });
+  app.setErrorHandler(sendRpcError);
+  app.addHook('onRequest', corsHeaders(guard));
 
   const hide = { schema: { hide: true } };
   app.options('/', hide, async (request, reply) => {

@@ -57,6 +57,11 @@ export async function findAccountByEmail(em: EntityManager, email: string): Prom
   return em.findOne(Account, { emailNormalized: normalizeEmail(email) });
 }
 
+/** The account with this id (a principal's own, so it exists). */
+export async function getAccount(em: EntityManager, id: string): Promise<Account> {
+  return em.findOneOrFail(Account, { id });
+}
+
 /** A disabled account cannot sign in and none of its credentials authenticate. */
 export async function disableAccount(em: EntityManager, email: string): Promise<Account> {
   const account = await findAccountByEmail(em, email);

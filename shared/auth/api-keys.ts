@@ -57,6 +57,11 @@ export async function listApiKeys(em: EntityManager, accountId: string) {
   return em.find(ApiKey, { accountId }, { orderBy: { createdAt: 'desc' }, limit: 500 });
 }
 
+/** The API key with this id (the calling key, so it exists). */
+export async function getApiKey(em: EntityManager, id: string): Promise<ApiKey> {
+  return em.findOneOrFail(ApiKey, { id });
+}
+
 /** Another account's key id is indistinguishable from an unknown one. */
 async function ownKey(em: EntityManager, accountId: string, id: string) {
   const key = await em.findOne(ApiKey, { id, accountId });

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { bound, changed } from '../db/sql.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import { Account, BrowserSession } from '../db/entities/index.ts';
 import { AppError, unauthorized, validationError } from '../errors.ts';
-import { findAccountByEmail, normalizeEmail } from './accounts.ts';
+import { findAccountByEmail, getAccount, normalizeEmail } from './accounts.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
+import { endBrowserSessionByDigest, endOtherBrowserSessions, revokeCliSessionsOf, setPasswordHash } from './sessions.queries.ts';
 import { claimAttempt, failedAttempt, releaseAttempt, type ThrottleRule } from './throttle.ts';
 import { digest, newSecret } from './tokens.ts';
 
@@ -64,7 +64,12 @@ export async function login(
 
 /** Ends the session the token belongs to. Returns whether there was a live session. */
 export async function endBrowserSession(em: EntityManager, token: string): Promise<boolean> {
-  return (await changed(em, 'update browser_session set ended_at = now() where token_hash = ? and ended_at is null', [digest(token)])) > 0;
+  return (await endBrowserSessionByDigest(em, digest(token))) > 0;
+}
+
+/** The browser session with this id (the caller's own, so it exists). */
+export async function getBrowserSession(em: EntityManager, id: string): Promise<BrowserSession> {
+  return em.findOneOrFail(BrowserSession, { id });
 }
 
 
@@ -86,7 +91,7 @@ export async function changePassword(
   auth: Config['auth'],
   input: { accountId: string; keepSessionId: string; currentPassword: string; newPassword: string; clientAddress: string },
 ): Promise<{ browserSessionsEnded: number; cliSessionsEnded: number }> {
-  const account = await em.findOneOrFail(Account, { id: input.accountId });
+  const account = await getAccount(em, input.accountId);
   // A wrong current password is a failed sign-in of this account from this address, throttled alike.
   const rules = throttleRules(auth, account.emailNormalized, input.clientAddress);
   const waits = await claimAttempt(em, rules, auth.loginThrottleWindowMs);
@@ -98,12 +103,9 @@ export async function changePassword(
   if (input.newPassword === input.currentPassword) throw validationError('newPassword: choose a password other than the current one.');
   const hash = await hashPassword(input.newPassword);
   return em.transactional(async (tx) => {
-    await bound(tx, 'update account set password_hash = ? where id = ?', [hash, account.id]);
-    const browserSessionsEnded = await changed(tx,
-      'update browser_session set ended_at = now() where account_id = ? and id <> ? and ended_at is null',
-      [account.id, input.keepSessionId],
-    );
-    const cliSessionsEnded = await changed(tx, 'update cli_session set revoked_at = now() where account_id = ? and revoked_at is null', [account.id]);
+    await setPasswordHash(tx, account.id, hash);
+    const browserSessionsEnded = await endOtherBrowserSessions(tx, account.id, input.keepSessionId);
+    const cliSessionsEnded = await revokeCliSessionsOf(tx, account.id);
     return { browserSessionsEnded, cliSessionsEnded };
   });
 }

@@ -16,7 +16,7 @@ import { Tinypool } from 'tinypool';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { ExtractionError, type PageText, type SupportedContentType } from './extract/index.ts';
-import { runExtraction, type ExtractionTask, type StartedMessage, type TaskResult } from './extraction-task.ts';
+import { partsReceiver, runExtraction, type ExtractionTask, type StartedMessage, type TaskResult } from './extraction-task.ts';
 import type { IngestLimits, NeedsOcr, Plan, PreparedSource } from './prepare.ts';
 
 export type ExtractionPoolOptions = {
@@ -157,8 +157,10 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       abort.abort();
     };
     const overTime = `exceeded its time limit of ${opts.cpuSeconds} s of CPU`;
+    const parts = partsReceiver();
     const channel = {
       postMessage(message: unknown) {
+        if (parts.take(message)) return;
         const pid = (message as Partial<StartedMessage> | null)?.cairnExtractionStarted;
         if (typeof pid !== 'number' || watch) return;
         if (opts.nice) {
@@ -186,7 +188,7 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
     };
     try {
       const result = (await pool.run(task, { signal: abort.signal, channel })) as TaskResult<T>;
-      return valueOf(result);
+      return valueOf(parts.restore(result));
     } catch (err) {
       if (err instanceof ExtractionError) throw err;
       if (exceeded) throw new ExtractionError('limit', `Extraction ${exceeded}.`);

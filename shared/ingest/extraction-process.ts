@@ -7,7 +7,7 @@
  * thread may be inside a synchronous parse for a long time.
  */
 import { Worker } from 'node:worker_threads';
-import { runExtraction, type ExtractionTask, type StartedMessage, type TaskResult } from './extraction-task.ts';
+import { runExtraction, sendParts, type ExtractionTask, type StartedMessage, type TaskResult } from './extraction-task.ts';
 
 const watchdog = new Worker(
   `const { workerData } = require('node:worker_threads');
@@ -16,8 +16,13 @@ const watchdog = new Worker(
 );
 watchdog.unref();
 
-/** Tells the parent this process started the task (so it watches this pid from now on), then runs it. */
+/**
+ * Tells the parent this process started the task (so it watches this pid from now on), runs it, and
+ * sends a build's text and records ahead of the result (./extraction-task.ts, sendParts).
+ */
 export default async function run(task: ExtractionTask): Promise<TaskResult<unknown>> {
   process.send?.({ cairnExtractionStarted: process.pid } satisfies StartedMessage);
-  return runExtraction(task);
+  // Sent in order on the same IPC channel as the result that follows them.
+  return sendParts(await runExtraction(task), (part) =>
+    new Promise<void>((sent, failed) => process.send!(part, undefined, {}, (err) => (err ? failed(err) : sent()))));
 }

@@ -329,21 +329,31 @@ export function buildRecords(doc: ExtractedDocument, opts?: BuildRecordsOptions)
     }
   }
 
+  addDocumentLinks(doc, from, links, maxLinks);
+  links.sort(compareLinks);
+  return { excerpts, facts, links };
+}
+
+/** The document's web hyperlinks with a valid anchor span, as links from the source, up to maxLinks in all. */
+function addDocumentLinks(doc: ExtractedDocument, from: string, links: Link[], maxLinks: number) {
+  const text = doc.text;
   for (const l of doc.links) {
     if (!/^https?:\/\//i.test(l.href)) continue;
     if (!(l.start >= 0 && l.end > l.start && l.end <= text.length)) continue;
     if (links.length >= maxLinks) break;
     links.push({ kind: 'link', linkType: 'document', from, to: l.href, text: text.slice(l.start, l.end), start: l.start, end: l.end });
   }
-  links.sort(
-    (a, b) =>
-      a.start - b.start ||
-      a.end - b.end ||
-      (a.linkType < b.linkType ? -1 : a.linkType > b.linkType ? 1 : 0) ||
-      (a.from < b.from ? -1 : a.from > b.from ? 1 : 0) ||
-      (a.to < b.to ? -1 : a.to > b.to ? 1 : 0),
+}
+
+/** Position order, then type, from and to: the same document always gives the same sequence. */
+function compareLinks(a: Link, b: Link): number {
+  return (
+    a.start - b.start ||
+    a.end - b.end ||
+    (a.linkType < b.linkType ? -1 : a.linkType > b.linkType ? 1 : 0) ||
+    (a.from < b.from ? -1 : a.from > b.from ? 1 : 0) ||
+    (a.to < b.to ? -1 : a.to > b.to ? 1 : 0)
   );
-  return { excerpts, facts, links };
 }
 
 function splitLines(text: string, span: Span): Span[] {

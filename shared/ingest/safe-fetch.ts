@@ -178,118 +178,54 @@ function toUrl(input: string | URL): URL {
   }
 }
 
+/** One safeFetch call: its options, the deadline's signal, the agents to close at the end. */
+type FetchRun = {
+  opts: SafeFetchOptions;
+  signal: AbortSignal;
+  agents: Agent[];
+  /** The refusal for a deadline that passed during the step that failed with `cause`. */
+  timeout: (cause?: unknown) => FetchRefusedError;
+};
+
+type HopResponse = Awaited<ReturnType<typeof fetch>>;
+
 /**
  * GET a source URL safely. Resolves with the final 2xx response's body; rejects with FetchRefusedError
  * for everything else (see FetchRefusalReason).
  */
 export async function safeFetch(url: string | URL, opts: SafeFetchOptions): Promise<SafeFetchResult> {
   const maxRedirects = opts.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
-  const maxBytes = opts.maxBytes;
   const first = toUrl(url);
   const controller = new AbortController();
-  const signal = controller.signal;
   const timer = setTimeout(() => controller.abort(new Error('safeFetch deadline')), opts.timeoutMs);
-  const agents: Agent[] = [];
-  const timeout = (cause?: unknown) =>
-    new FetchRefusedError(
-      'timeout',
-      `The source did not answer within ${Math.round(opts.timeoutMs / 1000) || 1} s.`,
-      true,
-      { cause },
-    );
+  const run: FetchRun = {
+    opts,
+    signal: controller.signal,
+    agents: [],
+    timeout: (cause?: unknown) =>
+      new FetchRefusedError(
+        'timeout',
+        `The source did not answer within ${Math.round(opts.timeoutMs / 1000) || 1} s.`,
+        true,
+        { cause },
+      ),
+  };
 
   try {
     let current = first;
     const redirects: string[] = [];
     for (;;) {
-      let target: { addresses: ResolvedAddress[] };
-      try {
-        target = await checkFetchTarget(current, opts.policy, opts.lookup, {
-          timeoutMs: opts.timeoutMs,
-          signal,
-        });
-      } catch (err) {
-        if (err instanceof UrlRefusal) throw fromRefusal(err);
-        if (signal.aborted) throw timeout(err);
-        throw err;
-      }
-
-      const agent = new Agent({
-        connect: { lookup: pinnedLookup(hostOf(current), target.addresses) },
-        connections: 1,
-        pipelining: 1,
-      });
-      agents.push(agent);
-
-      let response: Awaited<ReturnType<typeof fetch>>;
-      try {
-        response = await fetch(current.href, {
-          method: 'GET',
-          redirect: 'manual',
-          dispatcher: agent,
-          signal,
-          headers: {
-            'user-agent': opts.userAgent ?? DEFAULT_USER_AGENT,
-            accept: '*/*',
-          },
-        });
-      } catch (err) {
-        if (signal.aborted) throw timeout(err);
-        throw new FetchRefusedError('network', 'The source could not be reached.', true, { cause: err });
-      }
-
+      const response = await fetchHop(current, run);
       const location = response.headers.get('location');
       if (REDIRECT_STATUSES.has(response.status) && location !== null) {
         await response.body?.cancel().catch(() => {
           // the redirect body is not needed; a failed cancel changes nothing
         });
-        if (redirects.length >= maxRedirects) {
-          throw new FetchRefusedError(
-            'too_many_redirects',
-            `The source redirected more than ${maxRedirects} times.`,
-            false,
-          );
-        }
-        let next: URL;
-        try {
-          next = new URL(location, current);
-        } catch (err) {
-          throw new FetchRefusedError('bad_url', 'The source redirected to an invalid URL.', false, { cause: err });
-        }
-        const problem = urlShapeProblem(next);
-        if (problem) {
-          throw new FetchRefusedError('bad_url', `The source redirected to a URL that is refused: ${problem}`, false);
-        }
-        redirects.push(next.href);
-        current = next;
+        current = redirectTarget(location, current, redirects.length, maxRedirects);
+        redirects.push(current.href);
         continue;
       }
-
-      if (response.status < 200 || response.status > 299) {
-        await response.body?.cancel().catch(() => {
-          // the error body is not needed; a failed cancel changes nothing
-        });
-        throw refusedForStatus(response.status);
-      }
-
-      const encoding = response.headers.get('content-encoding');
-      const declared = Number(response.headers.get('content-length') ?? NaN);
-      if ((encoding === null || encoding === 'identity') && Number.isFinite(declared) && declared > maxBytes) {
-        await response.body?.cancel().catch(() => {
-          // refused on the declared length; the body is not needed
-        });
-        throw tooLarge(maxBytes);
-      }
-
-      let bytes: Buffer;
-      try {
-        bytes = await readLimited(response.body, maxBytes);
-      } catch (err) {
-        if (err instanceof FetchRefusedError) throw err;
-        if (signal.aborted) throw timeout(err);
-        throw new FetchRefusedError('network', 'The source connection failed while reading.', true, { cause: err });
-      }
-
+      const bytes = await readResponse(response, run);
       return {
         finalUrl: current.href,
         status: response.status,
@@ -301,6 +237,95 @@ export async function safeFetch(url: string | URL, opts: SafeFetchOptions): Prom
     }
   } finally {
     clearTimeout(timer);
-    await Promise.allSettled(agents.map((a) => a.destroy()));
+    await Promise.allSettled(run.agents.map((a) => a.destroy()));
+  }
+}
+
+/** Checks one hop's URL and GETs it over a connection that can reach only the checked addresses. */
+async function fetchHop(current: URL, run: FetchRun): Promise<HopResponse> {
+  const { opts, signal } = run;
+  let target: { addresses: ResolvedAddress[] };
+  try {
+    target = await checkFetchTarget(current, opts.policy, opts.lookup, {
+      timeoutMs: opts.timeoutMs,
+      signal,
+    });
+  } catch (err) {
+    if (err instanceof UrlRefusal) throw fromRefusal(err);
+    if (signal.aborted) throw run.timeout(err);
+    throw err;
+  }
+
+  const agent = new Agent({
+    connect: { lookup: pinnedLookup(hostOf(current), target.addresses) },
+    connections: 1,
+    pipelining: 1,
+  });
+  run.agents.push(agent);
+
+  try {
+    return await fetch(current.href, {
+      method: 'GET',
+      redirect: 'manual',
+      dispatcher: agent,
+      signal,
+      headers: {
+        'user-agent': opts.userAgent ?? DEFAULT_USER_AGENT,
+        accept: '*/*',
+      },
+    });
+  } catch (err) {
+    if (signal.aborted) throw run.timeout(err);
+    throw new FetchRefusedError('network', 'The source could not be reached.', true, { cause: err });
+  }
+}
+
+/** Where a redirect leads, resolved against the current URL; refused past maxRedirects or when its shape is. */
+function redirectTarget(location: string, current: URL, redirectsSoFar: number, maxRedirects: number): URL {
+  if (redirectsSoFar >= maxRedirects) {
+    throw new FetchRefusedError(
+      'too_many_redirects',
+      `The source redirected more than ${maxRedirects} times.`,
+      false,
+    );
+  }
+  let next: URL;
+  try {
+    next = new URL(location, current);
+  } catch (err) {
+    throw new FetchRefusedError('bad_url', 'The source redirected to an invalid URL.', false, { cause: err });
+  }
+  const problem = urlShapeProblem(next);
+  if (problem) {
+    throw new FetchRefusedError('bad_url', `The source redirected to a URL that is refused: ${problem}`, false);
+  }
+  return next;
+}
+
+/** The body of a 2xx response, at most maxBytes; any other status is refused. */
+async function readResponse(response: HopResponse, run: FetchRun): Promise<Buffer> {
+  const maxBytes = run.opts.maxBytes;
+  if (response.status < 200 || response.status > 299) {
+    await response.body?.cancel().catch(() => {
+      // the error body is not needed; a failed cancel changes nothing
+    });
+    throw refusedForStatus(response.status);
+  }
+
+  const encoding = response.headers.get('content-encoding');
+  const declared = Number(response.headers.get('content-length') ?? NaN);
+  if ((encoding === null || encoding === 'identity') && Number.isFinite(declared) && declared > maxBytes) {
+    await response.body?.cancel().catch(() => {
+      // refused on the declared length; the body is not needed
+    });
+    throw tooLarge(maxBytes);
+  }
+
+  try {
+    return await readLimited(response.body, maxBytes);
+  } catch (err) {
+    if (err instanceof FetchRefusedError) throw err;
+    if (run.signal.aborted) throw run.timeout(err);
+    throw new FetchRefusedError('network', 'The source connection failed while reading.', true, { cause: err });
   }
 }

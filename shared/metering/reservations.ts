@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors.ts';
-import { bound } from '../db/sql.ts';
 import { lockBalance, type Balance } from './ledger.ts';
 import { isoDate } from './periods.ts';
+import { callMetering, heldReservationsBefore } from './reservations.queries.ts';
 import { quotaExceeded, quotaStateOf, type Metric, type QuotaState } from './quotas.ts';
 
 // The reservation protocol of spec section 8: hold the maximum possible cost before any work starts
@@ -18,21 +18,9 @@ export type ReserveInput = {
   maxProviderCost: number;
   /** Spend one unit of the metric's allowance with this reservation. */
   consumeQuota: boolean;
-  /** See flushLater below: the caller commits synchronously before the outcome leaves the process. */
+  /** See callMetering (reservations.queries.ts): the caller commits synchronously before the outcome leaves the process. */
   flushLater?: boolean;
 };
-
-/**
- * A metering function call. With `flushLater` its transaction commits without waiting for the WAL to
- * reach the disk (synchronous_commit off for that transaction only), so the lock on the account's
- * balance row, which every concurrent request of the account waits for, is released at once instead of
- * after a disk flush. Only for callers whose next step is a synchronous commit that must succeed before
- * anything about the outcome leaves the process: WAL is flushed in order, so that commit makes this one
- * durable too, and if the database crashes before it, nothing was answered and an unsettled
- * reservation that survived is settled by the sweeper as usual.
- */
-const callSql = (fn: string, args: number, flushLater: boolean | undefined) =>
-  `select f.* from ${fn}(${Array(args).fill('?').join(', ')}) f${flushLater ? ", set_config('synchronous_commit', 'off', true) c" : ''}`;
 
 export type Reserved = { reservationId: string; held: number; balance: Balance; quota: QuotaState | null };
 
@@ -75,16 +63,15 @@ const balanceOf = (accountId: string, r: BalanceColumns): Balance => ({
  */
 async function callRenewing<T extends { r_status: string }>(
   em: EntityManager,
-  sql: string,
-  params: unknown[],
+  call: { fn: 'cairn_reserve' | 'cairn_settle'; args: unknown[]; flushLater: boolean | undefined },
   accountOf: (row: T) => string,
   now: Date,
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const [row] = await bound<T>(em, sql, params);
-    if (row!.r_status !== 'stale') return row!;
+    const row = await callMetering<T>(em, call.fn, call.args, call.flushLater);
+    if (row.r_status !== 'stale') return row;
     if (attempt > 2) throw new Error('the credit balance could not be renewed');
-    await em.transactional((tx) => lockBalance(tx, accountOf(row!), now));
+    await em.transactional((tx) => lockBalance(tx, accountOf(row), now));
   }
 }
 
@@ -94,7 +81,8 @@ async function callRenewing<T extends { r_status: string }>(
  * written on a refusal. Monthly credits are spent first.
  */
 export async function reserve(em: EntityManager, input: ReserveInput, now = new Date()): Promise<Reserved> {
-  const r = await callRenewing<ReserveRow>(em, callSql('cairn_reserve', 7, input.flushLater), [input.reservationId, ...reserveArgs(input, now)], () => input.accountId, now);
+  const call = { fn: 'cairn_reserve' as const, args: [input.reservationId, ...reserveArgs(input, now)], flushLater: input.flushLater };
+  const r = await callRenewing<ReserveRow>(em, call, () => input.accountId, now);
   return reservedFrom(input, r, now);
 }
 
@@ -144,13 +132,8 @@ export async function settle(
   flushLater = false,
 ): Promise<Settled> {
   const provider = Math.max(0, Math.floor(providerCostUsed));
-  const r = await callRenewing<SettleRow>(
-    em,
-    callSql('cairn_settle', 4, flushLater),
-    [reservationId, outcome, provider, now],
-    (row) => row.r_account,
-    now,
-  );
+  const call = { fn: 'cairn_settle' as const, args: [reservationId, outcome, provider, now], flushLater };
+  const r = await callRenewing<SettleRow>(em, call, (row) => row.r_account, now);
   if (r.r_status === 'not_found') throw new AppError(404, 'not_found', 'No such reservation.');
   return { reservationId, charged: r.r_charged, refunded: r.r_refunded, balance: balanceOf(r.r_account, r) };
 }
@@ -167,11 +150,5 @@ export function creditHeaders(b: Balance, cost: number): Record<string, string> 
 
 /** Held reservations older than `olderThanMs`, oldest first: the ones the API did not settle. */
 export async function staleReservations(em: EntityManager, olderThanMs: number, limit: number): Promise<string[]> {
-  const rows = await bound<{ id: string }>(
-    em,
-    `select id from credit_reservation where status = 'held' and created_at < now() - ? * interval '1 millisecond'
-      order by created_at limit ?`,
-    [olderThanMs, limit],
-  );
-  return rows.map((r) => r.id);
+  return (await heldReservationsBefore(em, olderThanMs, limit)).map((r) => r.id);
 }

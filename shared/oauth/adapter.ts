@@ -1,8 +1,16 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { Orm } from '../db/orm.ts';
-import { bound } from '../db/sql.ts';
 import { digest } from '../auth/tokens.ts';
+import {
+  consumePayload,
+  deleteExpiredPayloads,
+  deleteGrantPayloads,
+  deletePayload,
+  extendClientPayload,
+  findPayload,
+  upsertPayload,
+} from './payload.queries.ts';
 
 /** Models whose id is a bearer value: their `jti` is not stored (only its digest, as the row key). */
 const BEARER_KINDS = new Set(['AccessToken', 'RefreshToken', 'AuthorizationCode']);
@@ -46,30 +54,26 @@ export class PostgresOauthAdapter implements Adapter {
     const lifetime = expiresIn ?? (this.kind === 'Client' ? this.unusedClientTtlSeconds : undefined);
     const expiresAt = typeof lifetime === 'number' ? new Date(Date.now() + lifetime * 1000) : null;
     const em = this.em();
-    await bound(
-      em,
-      `insert into oauth_payload (kind, id_digest, payload, account_id, client_id, grant_id, uid, expires_at)
-       values (?, ?, ?::jsonb, ?, ?, ?, ?, ?)
-       on conflict (kind, id_digest) do update set payload = excluded.payload, account_id = excluded.account_id,
-         client_id = excluded.client_id, grant_id = excluded.grant_id, uid = excluded.uid, expires_at = excluded.expires_at`,
-      [this.kind, digest(id), JSON.stringify(stored), accountId, clientId, payload.grantId ?? null, payload.uid ?? null, expiresAt],
-    );
-    if (USE_KINDS.has(this.kind) && clientId && expiresAt) {
-      await bound(
-        em,
-        `update oauth_payload set expires_at = greatest(expires_at, ?) where kind = 'Client' and id_digest = ? and expires_at is not null`,
-        [expiresAt, digest(clientId)],
-      );
-    }
+    await upsertPayload(em, {
+      kind: this.kind,
+      idDigest: digest(id),
+      payload: JSON.stringify(stored),
+      accountId,
+      clientId,
+      grantId: payload.grantId ?? null,
+      uid: payload.uid ?? null,
+      expiresAt,
+    });
+    if (USE_KINDS.has(this.kind) && clientId && expiresAt) await extendClientPayload(em, digest(clientId), expiresAt);
     await this.sweep(em);
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
-    return this.findWhere('id_digest = ?', digest(id), id);
+    return this.findBy('id_digest', digest(id), id);
   }
 
   async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-    return this.findWhere('uid = ?', uid);
+    return this.findBy('uid', uid);
   }
 
   async findByUserCode(): Promise<AdapterPayload | undefined> {
@@ -77,25 +81,20 @@ export class PostgresOauthAdapter implements Adapter {
   }
 
   async consume(id: string): Promise<void> {
-    await bound(this.em(), 'update oauth_payload set consumed_at = now() where kind = ? and id_digest = ?', [this.kind, digest(id)]);
+    await consumePayload(this.em(), this.kind, digest(id));
   }
 
   async destroy(id: string): Promise<void> {
-    await bound(this.em(), 'delete from oauth_payload where kind = ? and id_digest = ?', [this.kind, digest(id)]);
+    await deletePayload(this.em(), this.kind, digest(id));
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
     // Every token and code of a grant goes at once, whatever model this adapter instance serves.
-    await bound(this.em(), 'delete from oauth_payload where grant_id = ?', [grantId]);
+    await deleteGrantPayloads(this.em(), grantId);
   }
 
-  private async findWhere(where: string, value: string, id?: string): Promise<AdapterPayload | undefined> {
-    const [row] = await bound<{ payload: AdapterPayload; consumed_at: Date | null }>(
-      this.em(),
-      `select payload, consumed_at from oauth_payload
-        where kind = ? and ${where} and (expires_at is null or expires_at > now())`,
-      [this.kind, value],
-    );
+  private async findBy(by: 'id_digest' | 'uid', value: string, id?: string): Promise<AdapterPayload | undefined> {
+    const row = await findPayload(this.em(), this.kind, by, value);
     if (!row) return undefined;
     const payload: AdapterPayload = { ...row.payload };
     if (id !== undefined && BEARER_KINDS.has(this.kind)) payload.jti = id;
@@ -106,6 +105,6 @@ export class PostgresOauthAdapter implements Adapter {
   private async sweep(em: EntityManager): Promise<void> {
     if (Date.now() - this.lastSweep < SWEEP_EVERY_MS) return;
     this.lastSweep = Date.now();
-    await bound(em, 'delete from oauth_payload where kind = ? and expires_at < now()', [this.kind]);
+    await deleteExpiredPayloads(em, this.kind);
   }
 }

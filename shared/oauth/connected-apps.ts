@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound } from '../db/sql.ts';
 import { notFound } from '../errors.ts';
+import {
+  activeRegistrations,
+  revokeApplication,
+  setApplicationScopes,
+  upsertConnectedApp,
+  type RegistrationRow,
+} from './connected-apps.queries.ts';
+import { deleteClientPayloads } from './payload.queries.ts';
 
 /** The effective scopes a user can give a connected application (spec 5, MCP OAuth). */
 export const CONNECTED_APP_SCOPES = ['memory.read', 'memory.write'] as const;
@@ -46,31 +53,14 @@ export type ConnectedApp = {
   registrations: Registration[];
 };
 
-type Row = {
-  id: string;
-  client_id: string;
-  client_name: string | null;
-  redirect_uris: string[];
-  scopes: ConnectedAppScope[];
-  created_at: Date;
-  authorized_at: Date;
-  last_used_at: Date | null;
-};
-
-const COLUMNS = 'id, client_id, client_name, redirect_uris, scopes, created_at, authorized_at, last_used_at';
-
 const latest = (dates: (Date | null)[]) =>
   dates.reduce<Date | null>((a, b) => (b && (!a || b > a) ? b : a), null);
 
-/** The registration an id names (`named`), and the registrations of the same application as it (`n`, `c`). */
-const NAMED = 'select client_id, client_name, redirect_uris from oauth_connected_app where id = ? and account_id = ? and revoked_at is null';
-const SAME_APP = `case when n.redirect_uris = '{}' then c.client_id = n.client_id
-  else c.client_name is not distinct from n.client_name and c.redirect_uris = n.redirect_uris end`;
-const byAge = (rows: Row[]) => rows.sort((a, b) => new Date(a.created_at).getTime() - new Date(b.created_at).getTime() || a.id.localeCompare(b.id));
+const byAge = (rows: RegistrationRow[]) => rows.sort((a, b) => new Date(a.created_at).getTime() - new Date(b.created_at).getTime() || a.id.localeCompare(b.id));
 
 /** Groups registrations (oldest first) into applications, most recently authorized first. */
-function toApps(rows: Row[]): ConnectedApp[] {
-  const groups = new Map<string, Row[]>();
+function toApps(rows: RegistrationRow[]): ConnectedApp[] {
+  const groups = new Map<string, RegistrationRow[]>();
   for (const r of rows) {
     const key = r.redirect_uris.length ? JSON.stringify([r.client_name, r.redirect_uris]) : `client ${r.client_id}`;
     groups.set(key, [...(groups.get(key) ?? []), r]);
@@ -109,15 +99,14 @@ export async function connectApplication(
   em: EntityManager,
   input: { accountId: string; clientId: string; clientName: string | null; redirectUris: readonly string[]; scopes: readonly ConnectedAppScope[] },
 ): Promise<void> {
-  await bound(
-    em,
-    `insert into oauth_connected_app (id, account_id, client_id, client_name, redirect_uris, scopes)
-     values (?, ?, ?, ?, ?::text[], ?::text[])
-     on conflict (account_id, client_id) where revoked_at is null
-     do update set scopes = excluded.scopes, client_name = excluded.client_name, redirect_uris = excluded.redirect_uris,
-       authorized_at = now()`,
-    [randomUUID(), input.accountId, input.clientId, input.clientName, [...input.redirectUris].sort(), [...input.scopes]],
-  );
+  await upsertConnectedApp(em, {
+    id: randomUUID(),
+    accountId: input.accountId,
+    clientId: input.clientId,
+    clientName: input.clientName,
+    redirectUris: [...input.redirectUris].sort(),
+    scopes: [...input.scopes],
+  });
 }
 
 /**
@@ -131,26 +120,14 @@ export async function setConnectedAppScopes(
   id: string,
   scopes: readonly ConnectedAppScope[],
 ): Promise<ConnectedApp> {
-  const rows = await bound<Row>(
-    em,
-    `with named as (${NAMED})
-     update oauth_connected_app c set scopes = ?::text[], authorized_at = now() from named n
-      where c.account_id = ? and c.revoked_at is null and ${SAME_APP}
-      returning ${COLUMNS.split(', ').map((c) => `c.${c}`).join(', ')}`,
-    [id, accountId, [...scopes], accountId],
-  );
+  const rows = await setApplicationScopes(em, accountId, id, [...scopes]);
   if (!rows.length) throw notFound('No such connected application.');
   return toApps(byAge(rows))[0]!;
 }
 
 /** Active connected applications of an account, most recently authorized first. */
 export async function listConnectedApps(em: EntityManager, accountId: string): Promise<ConnectedApp[]> {
-  const rows = await bound<Row>(
-    em,
-    `select ${COLUMNS} from oauth_connected_app where account_id = ? and revoked_at is null order by created_at, id`,
-    [accountId],
-  );
-  return toApps(rows);
+  return toApps(await activeRegistrations(em, accountId));
 }
 
 /**
@@ -161,16 +138,9 @@ export async function listConnectedApps(em: EntityManager, accountId: string): P
  */
 export async function revokeConnectedApp(em: EntityManager, accountId: string, id: string): Promise<ConnectedApp> {
   return em.transactional(async (tx) => {
-    const rows = await bound<Row>(
-      tx,
-      `with named as (${NAMED})
-       update oauth_connected_app c set revoked_at = now() from named n
-        where c.account_id = ? and c.revoked_at is null and ${SAME_APP}
-        returning ${COLUMNS.split(', ').map((c) => `c.${c}`).join(', ')}`,
-      [id, accountId, accountId],
-    );
+    const rows = await revokeApplication(tx, accountId, id);
     if (!rows.length) throw notFound('No such connected application.');
-    await bound(tx, 'delete from oauth_payload where account_id = ? and client_id = any(?::text[])', [accountId, rows.map((r) => r.client_id)]);
+    await deleteClientPayloads(tx, accountId, rows.map((r) => r.client_id));
     return toApps(byAge(rows))[0]!;
   });
 }

@@ -2,10 +2,11 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Principal } from '../auth/principal.ts';
 import { normalizeEmail } from '../auth/accounts.ts';
-import { bound } from '../db/sql.ts';
 import { forbidden, notFound } from '../errors.ts';
 import { connectionPrincipal, type ConnectionAccount, type ConnectionApp } from './access-tokens.ts';
 import type { MetadataSource } from './metadata.ts';
+import { accountByEmail, linkedAccount, linkIdentity } from './accounts.queries.ts';
+import { activeConnection, insertPendingConnection, lastRevocation } from './connected-apps.queries.ts';
 
 type AccountRow = ConnectionAccount;
 type AppRow = ConnectionApp;
@@ -64,53 +65,23 @@ export function externalTokenResolver(opts: {
 
 /** The operator's link of the token's subject, else the account of a verified email; null for neither. */
 async function accountOf(em: EntityManager, issuer: string, claims: Record<string, unknown>): Promise<AccountRow | null> {
-  const [linked] = typeof claims.sub === 'string'
-    ? await bound<AccountRow>(
-        em,
-        `select a.id, a.email, a.display_name, a.state from external_identity x join account a on a.id = x.account_id
-          where x.issuer = ? and x.subject = ? and a.disabled_at is null`,
-        [issuer, claims.sub],
-      )
-    : [];
+  const linked = typeof claims.sub === 'string' ? await linkedAccount(em, issuer, claims.sub) : undefined;
   if (linked) return linked;
   // Some providers send the flag as a string.
   const verified = claims.email_verified === true || claims.email_verified === 'true';
   if (typeof claims.email !== 'string' || !verified) return null;
-  const [account] = await bound<AccountRow>(
-    em,
-    `select id, email, display_name, state from account where email_normalized = ? and disabled_at is null`,
-    [normalizeEmail(claims.email)],
-  );
-  return account ?? null;
+  return (await accountByEmail(em, normalizeEmail(claims.email))) ?? null;
 }
 
 /** The client's connection for the account: the active one, or a new pending one (no scopes). */
 async function externalConnection(em: EntityManager, accountId: string, clientId: string, issuedAtMs: number): Promise<AppRow | null> {
-  const [active] = await bound<AppRow>(
-    em,
-    'select id, scopes, last_used_at from oauth_connected_app where account_id = ? and client_id = ? and revoked_at is null',
-    [accountId, clientId],
-  );
-  const [{ revoked_at: lastRevoked } = { revoked_at: null }] = await bound<{ revoked_at: Date | null }>(
-    em,
-    'select max(revoked_at) as revoked_at from oauth_connected_app where account_id = ? and client_id = ?',
-    [accountId, clientId],
-  );
+  const active = await activeConnection(em, accountId, clientId);
+  const lastRevoked = await lastRevocation(em, accountId, clientId);
   // A token from before the latest revocation stays refused even after the app reconnects.
   if (lastRevoked && issuedAtMs <= new Date(lastRevoked).getTime()) return null;
   if (active) return active;
-  await bound(
-    em,
-    `insert into oauth_connected_app (id, account_id, client_id, client_name, scopes) values (gen_random_uuid(), ?, ?, null, '{}')
-     on conflict (account_id, client_id) where revoked_at is null do nothing`,
-    [accountId, clientId],
-  );
-  const [created] = await bound<AppRow>(
-    em,
-    'select id, scopes, last_used_at from oauth_connected_app where account_id = ? and client_id = ? and revoked_at is null',
-    [accountId, clientId],
-  );
-  return created ?? null;
+  await insertPendingConnection(em, accountId, clientId);
+  return (await activeConnection(em, accountId, clientId)) ?? null;
 }
 
 /**
@@ -118,14 +89,7 @@ async function externalConnection(em: EntityManager, accountId: string, clientId
  * `email` (linking the subject again moves it). For providers that assert no verified email.
  */
 export async function linkExternalIdentity(em: EntityManager, link: { issuer: string; subject: string; email: string }) {
-  const [row] = await bound<{ account_id: string; created_at: Date }>(
-    em,
-    `insert into external_identity (issuer, subject, account_id)
-     select ?, ?, id from account where email_normalized = ?
-     on conflict (issuer, subject) do update set account_id = excluded.account_id
-     returning account_id, created_at`,
-    [link.issuer, link.subject, normalizeEmail(link.email)],
-  );
+  const row = await linkIdentity(em, link.issuer, link.subject, normalizeEmail(link.email));
   if (!row) throw notFound('No account with this email.');
   return { issuer: link.issuer, subject: link.subject, accountId: row.account_id, linkedAt: new Date(row.created_at).toISOString() };
 }

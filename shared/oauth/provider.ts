@@ -2,11 +2,11 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Orm } from '../db/orm.ts';
-import { bound } from '../db/sql.ts';
 import { safeFetch } from '../ingest/safe-fetch.ts';
+import { activeAccount } from './accounts.queries.ts';
 import { PostgresOauthAdapter } from './adapter.ts';
 import { CONNECTED_APP_SCOPES, connectApplication, connectedAppScopes } from './connected-apps.ts';
-import { loadOauthSecrets } from './secrets.ts';
+import { loadOauthSecrets, type OauthSecrets } from './secrets.ts';
 
 /** Path of the built-in authorization server on the API's origin ({auth_url} = PUBLIC_BASE_URL + this). */
 export const OAUTH_MOUNT = '/oauth';
@@ -44,16 +44,6 @@ export async function providerFetch(input: string | URL | Request, init?: Reques
   return new Response(new Uint8Array(res.bytes), { status: res.status, headers: res.contentType ? { 'content-type': res.contentType } : {} });
 }
 
-async function findActiveAccount(em: EntityManager, id: string) {
-  if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
-  const [row] = await bound<{ id: string; email: string; display_name: string | null }>(
-    em,
-    `select id, email, display_name from account where id = ? and state = 'active' and disabled_at is null`,
-    [id],
-  );
-  return row;
-}
-
 /**
  * The built-in authorization server for MCP clients (spec 5, MCP OAuth), built on oidc-provider:
  * metadata, dynamic client registration, authorization code with PKCE S256 (required of every
@@ -65,10 +55,17 @@ async function findActiveAccount(em: EntityManager, id: string) {
 export async function createOauthProvider(deps: { config: Config; orm: Orm }): Promise<Provider> {
   const { config, orm } = deps;
   const secrets = await loadOauthSecrets(orm.em.fork() as EntityManager);
-  const resources = mcpResources(config);
   const secure = config.publicBaseUrl.startsWith('https:');
+  const provider = new Provider(config.oauth.issuer, providerConfiguration(config, orm, secrets, secure));
+  provider.use(connectOnCodeExchange(orm));
+  // Behind a TLS-terminating proxy PUBLIC_BASE_URL is https while the socket is http: trust the proxy's
+  // X-Forwarded-Proto only in that deployment shape.
+  provider.proxy = secure;
+  return provider;
+}
 
-  const configuration: Configuration = {
+function providerConfiguration(config: Config, orm: Orm, secrets: OauthSecrets, secure: boolean): Configuration {
+  return {
     adapter: (name: string) => new PostgresOauthAdapter(orm, name, { unusedClientTtlSeconds: config.oauth.unusedClientTtlSeconds }),
     jwks: secrets.jwks as Configuration['jwks'],
     cookies: {
@@ -77,14 +74,7 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
       long: { httpOnly: true, sameSite: 'lax', secure },
       short: { httpOnly: true, sameSite: 'lax', secure },
     },
-    async findAccount(_ctx, id) {
-      const account = await findActiveAccount(orm.em.fork() as EntityManager, id);
-      if (!account) return undefined;
-      return {
-        accountId: account.id,
-        claims: async () => ({ sub: account.id, email: account.email, email_verified: true, name: account.display_name ?? undefined }),
-      };
-    },
+    findAccount: (_ctx, id) => findAccount(orm, id),
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
     scopes: SCOPES_SUPPORTED,
     responseTypes: [...RESPONSE_TYPES],
@@ -94,42 +84,8 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
       response_types: [...RESPONSE_TYPES],
       token_endpoint_auth_method: 'none',
     },
-    // A registered `scope` is an allow-list for the scopes the client may request. The MCP scopes are
-    // always allowed: consent decides them, and a client that registered `openid` alone must still be
-    // able to receive them (interaction.ts names the granted ones in the resumed request).
-    extraClientMetadata: {
-      properties: ['scope'],
-      validator(_ctx, key, value, metadata) {
-        if (key === 'scope' && typeof value === 'string') {
-          metadata.scope = [...new Set([...value.split(' ').filter(Boolean), ...CONNECTED_APP_SCOPES])].join(' ');
-        }
-      },
-    },
-    features: {
-      devInteractions: { enabled: false },
-      // Open registration (RFC 7591), limited per client address (api/oauth/provider-routes.ts); unused
-      // registrations expire (adapter.ts). No registration access token: without registration management
-      // it could only read the registration back, and it would outlive it.
-      registration: { enabled: true, issueRegistrationAccessToken: false },
-      // RFC 7009: a client may revoke only tokens issued to itself.
-      revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
-      userinfo: { enabled: true },
-      resourceIndicators: {
-        enabled: true,
-        // A client that names no resource gets a token for the MCP endpoint (the only resource).
-        defaultResource: async () => config.mcp.publicUrl,
-        useGrantedResource: async () => true,
-        async getResourceServerInfo(_ctx, resource) {
-          if (!resources.includes(resource)) throw new errors.InvalidTarget('resource must be the MCP endpoint');
-          return {
-            scope: CONNECTED_APP_SCOPES.join(' '),
-            audience: resource,
-            accessTokenFormat: 'opaque',
-            accessTokenTTL: config.oauth.accessTokenTtlSeconds,
-          };
-        },
-      },
-    },
+    extraClientMetadata: { properties: ['scope'], validator: allowConnectedAppScopes },
+    features: providerFeatures(config),
     fetch: providerFetch,
     pkce: { required: () => true },
     interactions: { url: async (_ctx, interaction) => interactionPath(interaction.uid), policy: interactionPolicyWithConsent() },
@@ -148,19 +104,66 @@ export async function createOauthProvider(deps: { config: Config; orm: Orm }): P
       Grant: config.oauth.refreshTokenTtlSeconds,
       RefreshToken: config.oauth.refreshTokenTtlSeconds,
     },
-    // Errors at the authorization endpoint show a plain page (no provider internals).
-    async renderError(ctx, out) {
-      ctx.type = 'html';
-      ctx.body = `<!doctype html><meta charset="utf-8"><title>Authorization error</title><h1>Authorization error</h1><p>${escapeHtml(String(out.error_description ?? out.error))}</p>`;
+    renderError,
+  };
+}
+
+/** The account a grant names, while it is active and enabled: its id, email and name are the claims. */
+async function findAccount(orm: Orm, id: string) {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
+  const account = await activeAccount(orm.em.fork() as EntityManager, id);
+  if (!account) return undefined;
+  return {
+    accountId: account.id,
+    claims: async () => ({ sub: account.id, email: account.email, email_verified: true, name: account.display_name ?? undefined }),
+  };
+}
+
+/**
+ * A registered `scope` is an allow-list for the scopes the client may request. The MCP scopes are
+ * always allowed: consent decides them, and a client that registered `openid` alone must still be
+ * able to receive them (interaction.ts names the granted ones in the resumed request).
+ */
+const allowConnectedAppScopes: NonNullable<Configuration['extraClientMetadata']>['validator'] = (_ctx, key, value, metadata) => {
+  if (key === 'scope' && typeof value === 'string') {
+    metadata.scope = [...new Set([...value.split(' ').filter(Boolean), ...CONNECTED_APP_SCOPES])].join(' ');
+  }
+};
+
+function providerFeatures(config: Config): Configuration['features'] {
+  const resources = mcpResources(config);
+  return {
+    devInteractions: { enabled: false },
+    // Open registration (RFC 7591), limited per client address (api/oauth/provider-routes.ts); unused
+    // registrations expire (adapter.ts). No registration access token: without registration management
+    // it could only read the registration back, and it would outlive it.
+    registration: { enabled: true, issueRegistrationAccessToken: false },
+    // RFC 7009: a client may revoke only tokens issued to itself.
+    revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+    userinfo: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      // A client that names no resource gets a token for the MCP endpoint (the only resource).
+      defaultResource: async () => config.mcp.publicUrl,
+      useGrantedResource: async () => true,
+      async getResourceServerInfo(_ctx, resource) {
+        if (!resources.includes(resource)) throw new errors.InvalidTarget('resource must be the MCP endpoint');
+        return {
+          scope: CONNECTED_APP_SCOPES.join(' '),
+          audience: resource,
+          accessTokenFormat: 'opaque',
+          accessTokenTTL: config.oauth.accessTokenTtlSeconds,
+        };
+      },
     },
   };
-  const provider = new Provider(config.oauth.issuer, configuration);
-  provider.use(connectOnCodeExchange(orm));
-  // Behind a TLS-terminating proxy PUBLIC_BASE_URL is https while the socket is http: trust the proxy's
-  // X-Forwarded-Proto only in that deployment shape.
-  provider.proxy = secure;
-  return provider;
 }
+
+/** Errors at the authorization endpoint show a plain page (no provider internals). */
+const renderError: Configuration['renderError'] = async (ctx, out) => {
+  ctx.type = 'html';
+  ctx.body = `<!doctype html><meta charset="utf-8"><title>Authorization error</title><h1>Authorization error</h1><p>${escapeHtml(String(out.error_description ?? out.error))}</p>`;
+};
 
 /**
  * oidc-provider's policy plus one check: every authorization shows the consent page, also when the

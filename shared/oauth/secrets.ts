@@ -1,6 +1,6 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound } from '../db/sql.ts';
+import { storedSecrets, storeSecretsOnce } from './secrets.queries.ts';
 
 export type OauthSecrets = {
   /** Private JWKs the authorization server signs ID tokens with (RS256, the OpenID default). */
@@ -21,9 +21,6 @@ function generate(): OauthSecrets {
  * row, so tokens and cookies made by one process verify in another.
  */
 export async function loadOauthSecrets(em: EntityManager): Promise<OauthSecrets> {
-  await bound(em, `insert into oauth_secret (name, value) values ('authorization-server', ?::jsonb) on conflict (name) do nothing`, [
-    JSON.stringify(generate()),
-  ]);
-  const [row] = await bound<{ value: OauthSecrets }>(em, `select value from oauth_secret where name = 'authorization-server'`, []);
-  return row!.value;
+  await storeSecretsOnce(em, JSON.stringify(generate()));
+  return storedSecrets<OauthSecrets>(em);
 }

@@ -1,8 +1,15 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Orm } from '../db/orm.ts';
-import { bound } from '../db/sql.ts';
+import {
+  ingestJobCounts,
+  memoryEventCounts,
+  overdueReservationCounts,
+  reservationCounts,
+  type CountRow,
+} from './metrics.queries.ts';
 
 // Prometheus metrics. Each process builds its own registry (no global default registry), so tests can
 // run several apps in one process. Work-queue state is read from PostgreSQL at scrape time: it is the
@@ -11,17 +18,22 @@ import { bound } from '../db/sql.ts';
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const ACTIVITY_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600];
 
-type CountRow = { label: string; kind?: string; n: string | number };
-
 /** One gauge per table state, refreshed on every scrape. */
-function stateGauge(registry: Registry, orm: Orm, name: string, help: string, labelNames: string[], sql: string) {
+function stateGauge(
+  registry: Registry,
+  orm: Orm,
+  name: string,
+  help: string,
+  labelNames: string[],
+  count: (em: EntityManager) => Promise<CountRow[]>,
+) {
   return new Gauge({
     name,
     help,
     labelNames,
     registers: [registry],
     async collect() {
-      const rows = await bound<CountRow>(orm.em.fork(), sql, []);
+      const rows = await count(orm.em.fork());
       this.reset();
       for (const r of rows) {
         const labels: Record<string, string> = { [labelNames[0]!]: r.label };
@@ -43,13 +55,13 @@ export function createApiMetrics(orm: Orm) {
     registers: [registry],
   });
   stateGauge(registry, orm, 'cairn_ingest_jobs', 'Ingest jobs by status and kind (queued = queue depth)', ['status', 'kind'],
-    'select status as label, kind, count(*) as n from ingest_job group by status, kind');
+    ingestJobCounts);
   stateGauge(registry, orm, 'cairn_memory_events', 'Memory events by status and kind (queued and running = queue depth)', ['status', 'kind'],
-    'select status as label, kind, count(*) as n from memory_event group by status, kind');
+    memoryEventCounts);
   stateGauge(registry, orm, 'cairn_credit_reservations', 'Credit reservations by status (held = not yet settled)', ['status'],
-    'select status as label, count(*) as n from credit_reservation group by status');
+    reservationCounts);
   stateGauge(registry, orm, 'cairn_credit_reservations_overdue', 'Held credit reservations older than one hour: settlement is lagging', ['status'],
-    `select 'held' as label, count(*) as n from credit_reservation where status = 'held' and created_at < now() - interval '1 hour'`);
+    overdueReservationCounts);
   return { registry, httpDuration };
 }
 export type ApiMetrics = ReturnType<typeof createApiMetrics>;

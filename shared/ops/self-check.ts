@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound, sql } from '../db/sql.ts';
+import { insertSelfCheck, selfCheckRow } from './self-check.queries.ts';
 
 export type SelfCheckRecord = { checkId: string; workerIdentity: string; checkedAt: string };
 
@@ -11,9 +11,7 @@ export async function recordSelfCheck(
   em: EntityManager,
   input: { checkId: string; requestedBy: string; workerIdentity: string },
 ): Promise<SelfCheckRecord> {
-  await bound(em, sql`insert into self_check (id, requested_by, worker_identity, checked_at)
-    values (${input.checkId}, ${input.requestedBy}, ${input.workerIdentity}, now()) on conflict (id) do nothing`);
-  const [row] = await bound<{ id: string; worker_identity: string; checked_at: Date }>(em,
-    sql`select id, worker_identity, checked_at from self_check where id = ${input.checkId}`);
+  await insertSelfCheck(em, input);
+  const row = await selfCheckRow(em, input.checkId);
   return { checkId: row!.id, workerIdentity: row!.worker_identity, checkedAt: new Date(row!.checked_at).toISOString() };
 }

@@ -118,6 +118,22 @@ function support(seal: (ref: CitedRef) => string, claim: Scored, m: Candidate): 
   };
 }
 
+type Context = ReturnType<typeof buildContext>;
+type Limitation = QueryResult['limitations'][number];
+type StopReason = QueryResult['stopReason'];
+type Outcome = Parameters<Assembled['finish']>[0];
+
+/** What the result is made of before the answer and the operation are known. */
+type Parts = {
+  req: QueryRequest;
+  preset: Preset;
+  retrieval: Retrieval;
+  boundary: Boundary;
+  evidence: LabelledEvidence[];
+  conflicts: Conflict[];
+  context: Context | null;
+};
+
 export function assemble(input: {
   req: QueryRequest;
   preset: Preset;
@@ -143,92 +159,127 @@ export function assemble(input: {
   const known = (input.knownConflicts ?? []).map((k) => ({ ...k, handles: k.claims.map((c) => seal(c.ref)) }));
   const conflicts = findConflicts(evidence, known);
   const context = req.mode === 'evidence' ? null : buildContext(evidence, conflicts, CONTEXT_MAX_CHARS[preset]);
+  const parts: Parts = { req, preset, retrieval, boundary, evidence, conflicts, context };
+  return { evidence, conflicts, finish: (outcome) => finishResult(parts, outcome) };
+}
+
+function finishResult(parts: Parts, { answer, operation }: Outcome): QueryResult {
+  const { req, preset, retrieval, boundary, evidence, conflicts, context } = parts;
+  const { gaps, stopReason: retrievalStop } = gapsOf(req, evidence.length, retrieval);
+  const answered = answerOutcome(answer, retrievalStop);
+  const limitations = [...retrievalLimitations(preset, retrieval, context, conflicts.length), ...answered.limitations];
+  const status: QueryResult['coverage']['status'] =
+    evidence.length === 0 ? 'insufficient_evidence' : retrieval.unmatchedTerms.length ? 'partial' : 'supported';
+  const searched: QueryResult['coverage']['searched'] = [];
+  if (boundary.includeSources) searched.push('sources');
+  if (boundary.includeMemory) searched.push('messages', 'claims');
 
   return {
-    evidence,
-    conflicts,
-    finish({ answer, operation }) {
-      const gaps: QueryResult['gaps'] = [];
-      const limitations: QueryResult['limitations'] = [];
-      let stopReason: QueryResult['stopReason'] =
-        evidence.length === 0 ? 'no_evidence' : retrieval.ranked.length > EVIDENCE_LIMIT ? 'evidence_limit' : 'candidates_exhausted';
-      if (req.citationHandle) {
-        stopReason = evidence.length ? 'citation_resolved' : 'citation_unavailable';
-        if (!evidence.length) {
-          gaps.push({
-            code: 'citation_unavailable',
-            message: 'This citation handle does not resolve to evidence inside the authorized context.',
-            citationHandle: req.citationHandle,
-          });
-        }
-      } else if (!evidence.length) {
-        gaps.push({ code: 'no_evidence', message: 'No evidence inside the authorized context matches the query.' });
-      } else if (retrieval.unmatchedTerms.length) {
-        gaps.push({ code: 'unmatched_terms', message: 'Some query terms matched no evidence.', terms: retrieval.unmatchedTerms });
-      }
-      if (preset === 'efficient') limitations.push({ code: 'efficient_preset', message: 'Single-pass retrieval over fewer candidates.' });
-      if (retrieval.semantic === 'unavailable') {
-        limitations.push({ code: 'semantic_unavailable', message: 'The embeddings provider or the account\'s search index was not available: ranked by words only.' });
-      }
-      if (context?.truncated) limitations.push({ code: 'context_truncated', message: `Context was cut at ${context.maxChars} characters.` });
-      if (conflicts.length) limitations.push({ code: 'conflicting_evidence', message: 'Evidence disagrees; see conflicts.' });
-
-      let execution: QueryResult['execution'] = 'ready';
-      if (answer) {
-        execution = answer.execution;
-        if (answer.execution === 'provider_required') {
-          stopReason = 'provider_required';
-          limitations.push({ code: 'answer_provider_required', message: 'No answer provider is configured; evidence and context are returned.' });
-        } else if (answer.execution === 'degraded') {
-          stopReason = 'provider_failed';
-          limitations.push({ code: 'answer_provider_failed', message: 'The answer provider failed; this is not missing evidence.' });
-        } else if (answer.answer?.disposition === 'partial') {
-          limitations.push({ code: 'answer_partial', message: 'The answer is supported by the cited evidence but does not claim complete coverage.' });
-        }
-      }
-
-      const cited = new Set(
-        req.mode === 'answer' && answer?.answer
-          ? answer.answer.sentences.flatMap((s) => s.citations)
-          : req.mode === 'evidence'
-            ? evidence.map((e) => e.citationHandle)
-            : (context?.fragments ?? []).flatMap((f) => (f.citationHandle ? [f.citationHandle] : [])),
-      );
-      const usedBy = req.mode;
-      const citations = evidence
-        .filter((e) => cited.has(e.citationHandle))
-        .map((e) => ({ citationHandle: e.citationHandle, kind: e.kind, label: e.label, usedBy }));
-
-      const status: QueryResult['coverage']['status'] =
-        evidence.length === 0 ? 'insufficient_evidence' : retrieval.unmatchedTerms.length ? 'partial' : 'supported';
-      const searched: QueryResult['coverage']['searched'] = [];
-      if (boundary.includeSources) searched.push('sources');
-      if (boundary.includeMemory) searched.push('messages', 'claims');
-
-      return {
-        schemaVersion: 'service-query-result-v1',
-        requestedPreset: req.preset ?? null,
-        resolvedPreset: preset,
-        mode: req.mode,
-        coverage: {
-          status,
-          searched,
-          candidates: retrieval.candidates,
-          returned: evidence.length,
-          matchedTerms: retrieval.matchedTerms,
-          unmatchedTerms: retrieval.unmatchedTerms,
-        },
-        execution,
-        stopReason,
-        evidence: evidence.map(({ label: _label, ...e }) => e),
-        citations,
-        context,
-        answer: answer?.answer ?? null,
-        limitations,
-        gaps,
-        conflicts,
-        operation,
-      };
+    schemaVersion: 'service-query-result-v1',
+    requestedPreset: req.preset ?? null,
+    resolvedPreset: preset,
+    mode: req.mode,
+    coverage: {
+      status,
+      searched,
+      candidates: retrieval.candidates,
+      returned: evidence.length,
+      matchedTerms: retrieval.matchedTerms,
+      unmatchedTerms: retrieval.unmatchedTerms,
     },
+    execution: answered.execution,
+    stopReason: answered.stopReason,
+    evidence: evidence.map(({ label: _label, ...e }) => e),
+    citations: citationsOf(req, answer, evidence, context),
+    context,
+    answer: answer?.answer ?? null,
+    limitations,
+    gaps,
+    conflicts,
+    operation,
   };
+}
+
+/** Why retrieval stopped and what it could not find (a citation lookup has its own reasons). */
+function gapsOf(req: QueryRequest, returned: number, retrieval: Retrieval): { gaps: QueryResult['gaps']; stopReason: StopReason } {
+  const gaps: QueryResult['gaps'] = [];
+  let stopReason: StopReason =
+    returned === 0 ? 'no_evidence' : retrieval.ranked.length > EVIDENCE_LIMIT ? 'evidence_limit' : 'candidates_exhausted';
+  if (req.citationHandle) {
+    stopReason = returned ? 'citation_resolved' : 'citation_unavailable';
+    if (!returned) {
+      gaps.push({
+        code: 'citation_unavailable',
+        message: 'This citation handle does not resolve to evidence inside the authorized context.',
+        citationHandle: req.citationHandle,
+      });
+    }
+  } else if (!returned) {
+    gaps.push({ code: 'no_evidence', message: 'No evidence inside the authorized context matches the query.' });
+  } else if (retrieval.unmatchedTerms.length) {
+    gaps.push({ code: 'unmatched_terms', message: 'Some query terms matched no evidence.', terms: retrieval.unmatchedTerms });
+  }
+  return { gaps, stopReason };
+}
+
+function retrievalLimitations(preset: Preset, retrieval: Retrieval, context: Context | null, conflicts: number): Limitation[] {
+  const limitations: Limitation[] = [];
+  if (preset === 'efficient') limitations.push({ code: 'efficient_preset', message: 'Single-pass retrieval over fewer candidates.' });
+  if (retrieval.semantic === 'unavailable') {
+    limitations.push({ code: 'semantic_unavailable', message: 'The embeddings provider or the account\'s search index was not available: ranked by words only.' });
+  }
+  if (context?.truncated) limitations.push({ code: 'context_truncated', message: `Context was cut at ${context.maxChars} characters.` });
+  if (conflicts) limitations.push({ code: 'conflicting_evidence', message: 'Evidence disagrees; see conflicts.' });
+  return limitations;
+}
+
+/** The answer's execution, and the stop reason and limitation a missing, failed or partial answer brings. */
+function answerOutcome(
+  answer: AnswerOutcome | null,
+  stopReason: StopReason,
+): { execution: QueryResult['execution']; stopReason: StopReason; limitations: Limitation[] } {
+  if (!answer) return { execution: 'ready', stopReason, limitations: [] };
+  const { execution } = answer;
+  if (execution === 'provider_required') {
+    return {
+      execution,
+      stopReason: 'provider_required',
+      limitations: [{ code: 'answer_provider_required', message: 'No answer provider is configured; evidence and context are returned.' }],
+    };
+  }
+  if (execution === 'degraded') {
+    return {
+      execution,
+      stopReason: 'provider_failed',
+      limitations: [{ code: 'answer_provider_failed', message: 'The answer provider failed; this is not missing evidence.' }],
+    };
+  }
+  if (answer.answer?.disposition === 'partial') {
+    return {
+      execution,
+      stopReason,
+      limitations: [{ code: 'answer_partial', message: 'The answer is supported by the cited evidence but does not claim complete coverage.' }],
+    };
+  }
+  return { execution, stopReason, limitations: [] };
+}
+
+/** The evidence the mode's output used: the answer's citations, all evidence, or the context's fragments. */
+function citationsOf(
+  req: QueryRequest,
+  answer: AnswerOutcome | null,
+  evidence: LabelledEvidence[],
+  context: Context | null,
+): QueryResult['citations'] {
+  const cited = new Set(
+    req.mode === 'answer' && answer?.answer
+      ? answer.answer.sentences.flatMap((s) => s.citations)
+      : req.mode === 'evidence'
+        ? evidence.map((e) => e.citationHandle)
+        : (context?.fragments ?? []).flatMap((f) => (f.citationHandle ? [f.citationHandle] : [])),
+  );
+  const usedBy = req.mode;
+  return evidence
+    .filter((e) => cited.has(e.citationHandle))
+    .map((e) => ({ citationHandle: e.citationHandle, kind: e.kind, label: e.label, usedBy }));
 }

@@ -446,6 +446,27 @@ export class AccountIndex {
   search(f: Filter, words: QueryWord[], opts: { limit: number; adjacency: boolean; stats?: Statistics; semantic?: Float32Array }): SearchResult {
     this.prepare();
     const n = this.ids.length;
+    this.reserveScratch(n);
+    const visible = this.visibility(f);
+    const seen = new Uint8Array(n); // 1: visible, 2: not visible (checked once per document)
+    const isVisible = (d: number) => (seen[d] ? seen[d] === 1 : (seen[d] = visible(d) ? 1 : 2) === 1);
+    const { touched, matched } = this.scoreWords(words, opts.stats ?? this.statistics(), isVisible);
+    const scored = touched.slice();
+    if (opts.adjacency) this.scoreNeighbours(touched, scored, isVisible);
+    // With a query vector, the best FUSE_DEPTH lexical hits are fused with the best semantic ones.
+    const lexical = this.bestHits(scored, isVisible, opts.semantic ? FUSE_DEPTH : opts.limit);
+    const top = opts.semantic ? this.fuse(lexical, opts.semantic, isVisible, opts.limit) : lexical;
+    const { kind, link } = this;
+    const hits = top.docs.map((d, i): Hit => ({
+      kind: kind[d] as DocKind, id: this.ids[d]!, score: top.scores[i]!,
+      ...(kind[d] === RECORD && this.tid[d]! >= 0 ? { tid: formatTid(this.tid[d]!) } : {}),
+      ...(kind[d] === CLAIM && link[d]! >= 0 && isVisible(link[d]!) ? { support: this.ids[link[d]!]! } : {}),
+    }));
+    return { hits, matched };
+  }
+
+  /** Grows the per-document score arrays to n documents (they are reused from search to search, zeroed). */
+  private reserveScratch(n: number) {
     if (this.acc.length < n) {
       this.acc = new Float64Array(n);
       this.best = new Float64Array(n);
@@ -453,13 +474,16 @@ export class AccountIndex {
       this.lead = new Int32Array(n).fill(-1);
       this.isKey = new Uint8Array(n);
     }
-    const { acc, best, near } = this;
-    const stats = opts.stats ?? this.statistics();
+  }
+
+  /**
+   * BM25 per visible document into `acc`: the documents scored, and per query word and term whether it
+   * matched anything visible.
+   */
+  private scoreWords(words: QueryWord[], stats: Statistics, isVisible: (d: number) => boolean) {
+    const { acc, best } = this;
     const docs = totalDocs(stats);
     const avg = [averageLength(stats, RECORD), averageLength(stats, MESSAGE), averageLength(stats, CLAIM)];
-    const visible = this.visibility(f);
-    const seen = new Uint8Array(n); // 1: visible, 2: not visible (checked once per document)
-    const isVisible = (d: number) => (seen[d] ? seen[d] === 1 : (seen[d] = visible(d) ? 1 : 2) === 1);
     const touched: number[] = [];
     const matched = words.map((w) => w.map(() => false));
     for (const [wi, word] of words.entries()) {
@@ -489,25 +513,33 @@ export class AccountIndex {
         best[d] = 0;
       }
     }
-    const scored = touched.slice();
-    if (opts.adjacency) {
-      for (const d of touched) {
-        if (this.kind[d] !== MESSAGE) continue;
-        const list = this.sessions.get(this.owner[d]!)!;
-        const at = this.link[d]!;
-        for (let k = 1; k <= NEIGHBOURS; k++) {
-          const gift = acc[d]! * NEIGHBOUR_DECAY ** (k - 1);
-          for (const j of [list[at - k], list[at + k]]) {
-            if (j === undefined || !isVisible(j) || near[j]! >= gift) continue;
-            if (near[j] === 0 && acc[j] === 0) scored.push(j);
-            near[j] = gift;
-          }
+    return { touched, matched };
+  }
+
+  /** A matched message's session neighbours get a decaying share of its score in `near` (added to `scored`). */
+  private scoreNeighbours(touched: number[], scored: number[], isVisible: (d: number) => boolean) {
+    const { acc, near } = this;
+    for (const d of touched) {
+      if (this.kind[d] !== MESSAGE) continue;
+      const list = this.sessions.get(this.owner[d]!)!;
+      const at = this.link[d]!;
+      for (let k = 1; k <= NEIGHBOURS; k++) {
+        const gift = acc[d]! * NEIGHBOUR_DECAY ** (k - 1);
+        for (const j of [list[at - k], list[at + k]]) {
+          if (j === undefined || !isVisible(j) || near[j]! >= gift) continue;
+          if (near[j] === 0 && acc[j] === 0) scored.push(j);
+          near[j] = gift;
         }
       }
     }
-    // Hits: a claim and the message it was derived from are one hit, led by the claim (citing the
-    // message), scored by the better of the two; the best `limit` through a heap.
-    const { kind, link, idRank, lead, isKey } = this;
+  }
+
+  /**
+   * The best `size` hits, best first. A claim and the message it was derived from are one hit, led by
+   * the claim (citing the message), scored by the better of the two. Leaves the score arrays zeroed.
+   */
+  private bestHits(scored: number[], isVisible: (d: number) => boolean, size: number) {
+    const { acc, near, kind, link, idRank, lead, isKey } = this;
     for (const d of scored) {
       acc[d]! += ADJACENT_WEIGHT * Math.max(0, near[d]! - acc[d]!);
       near[d] = 0;
@@ -525,8 +557,7 @@ export class AccountIndex {
         keys.push(key);
       }
     }
-    // With a query vector, the best FUSE_DEPTH lexical hits are fused with the best semantic ones.
-    const heap = new TopK(opts.semantic ? FUSE_DEPTH : opts.limit, idRank);
+    const heap = new TopK(size, idRank);
     for (const k of keys) {
       const l = lead[k]!;
       heap.offer(l >= 0 ? l : k, l >= 0 ? Math.max(acc[k]!, acc[l]!) : acc[k]!);
@@ -534,13 +565,7 @@ export class AccountIndex {
       lead[k] = -1;
     }
     for (const d of scored) acc[d] = 0;
-    const top = opts.semantic ? this.fuse(heap.sorted(), opts.semantic, isVisible, opts.limit) : heap.sorted();
-    const hits = top.docs.map((d, i): Hit => ({
-      kind: kind[d] as DocKind, id: this.ids[d]!, score: top.scores[i]!,
-      ...(kind[d] === RECORD && this.tid[d]! >= 0 ? { tid: formatTid(this.tid[d]!) } : {}),
-      ...(kind[d] === CLAIM && link[d]! >= 0 && isVisible(link[d]!) ? { support: this.ids[link[d]!]! } : {}),
-    }));
-    return { hits, matched };
+    return heap.sorted();
   }
 
   /**

@@ -6,7 +6,8 @@ import type { Boundary } from './boundary.ts';
 import { candidateDoc, fallbackCandidates, fetchCandidates, fetchHits, type Candidate } from './candidates.ts';
 import { fallbackStatistics, nearSpellings } from './candidates.queries.ts';
 import { rank, type Ranked, type Scored, type Strategy } from './ranking.ts';
-import { memoryVersion, recordVersion, type SearchIndex } from './search-index.ts';
+import type { SearchIndex } from './search-index.ts';
+import { memoryVersion, recordVersion } from './search-index.queries.ts';
 import { isStopWord, words } from './text.ts';
 
 /**

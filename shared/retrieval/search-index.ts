@@ -1,13 +1,22 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm.ts';
-import { bound, sql, type Sql } from '../db/sql.ts';
 import type { Logger } from '../logger.ts';
 import { AccountIndex, parseTid, type ClaimDoc, type MessageDoc, type RecordDoc } from './account-index.ts';
 import { CLAIM, MESSAGE, RECORD } from './bm25.ts';
 import type { Config } from '../config.ts';
-import { createEmbedder, fromBytes, type Embedder } from './embeddings.ts';
-import { RECORD_LENGTH } from './terms.ts';
+import { createEmbedder, type Embedder } from './embeddings.ts';
+import {
+  activeSources,
+  claimPages,
+  indexVersions,
+  memoryIndexVersion,
+  messagePages,
+  recordPages,
+  sourcesSize,
+  terms,
+  vectorOf,
+} from './search-index.queries.ts';
 
 /**
  * The API's in-memory copies of accounts' search indexes (account-index.ts), kept exact by versions:
@@ -24,10 +33,6 @@ import { RECORD_LENGTH } from './terms.ts';
  * - Memory is bounded (maxBytes over all accounts, least recently used evicted first); an account that
  *   does not fit is left to PostgreSQL.
  */
-
-/** The account's record and memory versions, as text; one `?` each: the account id. */
-export const recordVersion = (accountId: string): Sql => sql`coalesce((select version from record_index_version where account_id = ${accountId}), 0)::text`;
-export const memoryVersion = (accountId: string): Sql => sql`coalesce((select version from memory_index_version where account_id = ${accountId}), 0)::text`;
 
 export type Versions = { records: number; memory: number };
 
@@ -46,44 +51,16 @@ export type SearchIndex = {
 };
 
 export const WAIT_MS = 250;
-/** Rows per fetch while loading: parsing one page is a stretch of the API's event loop. */
-const LOAD_PAGE = 500;
 /** A too-large account is checked again after this long, or as soon as its versions change. */
 const TOO_LARGE_RETRY_MS = 10 * 60_000;
 /** Estimated bytes of a posting and of a document (account-index.ts keeps the exact accounting). */
 const POSTING_BYTES = 6;
 const DOC_BYTES = 120;
 
-/** Separates lexemes in one string per document (PostgreSQL's parser never puts a control character in a lexeme). */
-const SEP = '\u001f';
-/** A document's lexemes and frequencies as two strings: splitting is native, parsing arrays in JavaScript was most of a load. */
-const TERMS = (tsv: string) => `cross join lateral (select string_agg(u.lexeme, chr(31)) as lexemes,
-      string_agg(coalesce(array_length(u.positions, 1), 1)::text, ',') as tfs from unnest(${tsv}) u) t`;
-
-type Terms = { lexemes: string | null; tfs: string | null; len: number };
-const terms = (r: Terms) => ({ lexemes: r.lexemes ? r.lexemes.split(SEP) : [], tfs: r.tfs ? r.tfs.split(',').map(Number) : [], length: Number(r.len) });
-
-/** Rows of a cursor, a page at a time, inside the caller's transaction. */
-async function* cursor<T>(tx: EntityManager, name: string, select: string, params: unknown[]): AsyncGenerator<T[]> {
-  await bound(tx, `declare ${name} no scroll cursor for ${select}`, params);
-  for (;;) {
-    const rows = await bound<T>(tx, `fetch forward ${LOAD_PAGE} from ${name}`, []);
-    if (rows.length) yield rows;
-    if (rows.length < LOAD_PAGE) break;
-  }
-  await bound(tx, `close ${name}`, []);
-}
-
-/** A row's vector when it was made by the model queries are embedded with. */
-const VECTOR = (alias: string) => `case when ${alias}.embedding_model = ? then ${alias}.embedding end as vector`;
-const vectorOf = (r: { vector: Buffer | null }) => (r.vector ? { vector: fromBytes(r.vector) } : {});
-
 async function loadRecords(em: EntityManager, into: AccountIndex, sourceIds: string[], model: string | null): Promise<void> {
   const batch = into.batch();
   await em.transactional(async (tx) => {
-    type Row = Terms & { id: string; source_id: string; tid: string; vector: Buffer | null };
-    for await (const rows of cursor<Row>(tx, 'cairn_index_records', `select r.id, r.source_id, r.ctid::text as tid, l.len, t.lexemes, t.tfs, ${VECTOR('r')}
-        from record r ${RECORD_LENGTH} ${TERMS('r.tsv')} where r.source_id = any(?::uuid[])`, [model, sourceIds])) {
+    for await (const rows of recordPages(tx, sourceIds, model)) {
       batch.add(rows.map((r) => ({ kind: RECORD, doc: { id: r.id, sourceId: r.source_id, tid: parseTid(r.tid), ...terms(r), ...vectorOf(r) } satisfies RecordDoc })));
     }
   });
@@ -96,21 +73,13 @@ async function loadRecords(em: EntityManager, into: AccountIndex, sourceIds: str
  */
 async function loadMemory(em: EntityManager, into: AccountIndex, accountId: string, fresh: boolean, model: string | null): Promise<'loaded' | 'reset'> {
   return em.transactional(async (tx) => {
-    const [v] = await bound<{ version: string; reset_at: string }>(tx,
-      'select version, reset_at from memory_index_version where account_id = ?', [accountId]);
+    const v = await memoryIndexVersion(tx, accountId);
     const version = Number(v?.version ?? 0);
     if (!fresh && (Number(v?.reset_at ?? 0) > into.memoryVersion || version < into.memoryVersion)) return 'reset';
-    const range = [accountId, into.memoryVersion, version];
+    const range: [string, number, number] = [accountId, into.memoryVersion, version];
     const batch = into.batch();
     const removed: string[] = [];
-    type Message = Terms & {
-      id: string; session_id: string; peer_id: string; audience: string | null; agent_id: string | null; at: number; event_id: string; position: number;
-      vector: Buffer | null;
-    };
-    for await (const rows of cursor<Message>(tx, 'cairn_index_messages', `select m.id, m.session_id, m.peer_id, m.audience, m.agent_id,
-        extract(epoch from m.created_at)::float8 * 1000 as at, m.event_id, m.position, cairn_tsv_length(m.tsv) as len, t.lexemes, t.tfs, ${VECTOR('m')}
-        from memory_event e join memory_message m on m.event_id = e.id ${TERMS('m.tsv')}
-       where e.account_id = ? and e.indexed_at > ? and e.indexed_at <= ? and m.available`, [model, ...range])) {
+    for await (const rows of messagePages(tx, range, model)) {
       batch.add(rows.map((r) => ({
         kind: MESSAGE,
         doc: {
@@ -119,12 +88,7 @@ async function loadMemory(em: EntityManager, into: AccountIndex, accountId: stri
         } satisfies MessageDoc,
       })));
     }
-    type Claim = Terms & { id: string; live: boolean; session_id: string | null; peer_id: string; audience: string | null; agent_id: string | null; message_id: string | null };
-    for await (const rows of cursor<Claim>(tx, 'cairn_index_claims', `select c.id, c.state = 'current' and c.eligibility = 'eligible' as live,
-        c.session_id, c.peer_id, c.audience, c.agent_id,
-        case when c.authority = 'correction_memory' then null else c.message_id end as message_id, cairn_tsv_length(c.tsv) as len, t.lexemes, t.tfs
-        from memory_claim c ${TERMS('c.tsv')}
-       where c.account_id = ? and c.indexed_at > ? and c.indexed_at <= ?`, range)) {
+    for await (const rows of claimPages(tx, range)) {
       removed.push(...rows.filter((x) => !x.live).map((r) => r.id));
       batch.add(rows.filter((r) => r.live).map((r) => ({
         kind: CLAIM,
@@ -138,122 +102,142 @@ async function loadMemory(em: EntityManager, into: AccountIndex, accountId: stri
   }, { isolationLevel: 'repeatable read', readOnly: true });
 }
 
-export function createSearchIndex(opts: { orm: Orm; maxBytes: number; logger?: Logger; embedder?: Embedder | null }): SearchIndex {
-  const model = opts.embedder?.model ?? null;
-  const accounts = new Map<string, AccountIndex>();
-  const refreshing = new Map<string, Promise<boolean>>();
-  const tooLarge = new Map<string, { versions: string; at: number }>();
-  const totalBytes = () => [...accounts.values()].reduce((a, t) => a + t.bytes(), 0);
-  const isCurrent = (held: AccountIndex | undefined, v: Versions) => held !== undefined && held.recordVersion >= v.records && held.memoryVersion >= v.memory;
+type SearchIndexOptions = { orm: Orm; maxBytes: number; logger?: Logger; embedder?: Embedder | null };
 
-  async function refresh(accountId: string): Promise<boolean> {
-    const em = opts.orm.em.fork();
-    // Versions first: whatever commits later moves them past what this load is stamped with.
-    const [v] = await bound<{ records: string; memory: string; estimate: string }>(em,
-      sql`select ${recordVersion(accountId)} as records, ${memoryVersion(accountId)} as memory,
-              coalesce((select (message_length + claim_length) * ${sql.raw(String(POSTING_BYTES))} + (messages + claims) * ${sql.raw(String(DOC_BYTES))}
-                          from memory_index_version where account_id = ${accountId}), 0)::text as estimate`);
-    const versions: Versions = { records: Number(v!.records), memory: Number(v!.memory) };
-    const key = `${versions.records}:${versions.memory}`;
-    const held = accounts.get(accountId);
-    if (isCurrent(held, versions)) return true;
-    const large = tooLarge.get(accountId);
-    if (large && large.versions === key && Date.now() - large.at < TOO_LARGE_RETRY_MS) return false;
-    const refuse = (estimate: number) => {
-      accounts.delete(accountId);
-      tooLarge.set(accountId, { versions: key, at: Date.now() });
-      opts.logger?.info({ accountId, estimatedBytes: estimate }, 'search index: account too large to hold in memory; PostgreSQL ranks its queries');
-      return false;
-    };
+/** A process's copies (least recently used first), the refreshes under way and the accounts too large to hold. */
+type Copies = {
+  opts: SearchIndexOptions;
+  model: string | null;
+  accounts: Map<string, AccountIndex>;
+  refreshing: Map<string, Promise<boolean>>;
+  tooLarge: Map<string, { versions: string; at: number }>;
+};
 
-    // Start over when most documents held are gone (their postings are dead weight).
-    const index = held && held.dead * 2 <= held.size ? held : new AccountIndex();
-    const fresh = index.size === 0;
-    if (fresh && Number(v!.estimate) > opts.maxBytes) return refuse(Number(v!.estimate));
-    if (index.recordVersion < versions.records || fresh) {
-      const active = await bound<{ id: string; audience: string | null }>(em,
-        "select id, audience from source where account_id = ? and status = 'active'", [accountId]);
-      const activeIds = new Set(active.map((s) => s.id));
-      for (const id of index.sourceIds()) if (!activeIds.has(id)) index.removeSource(id);
-      const added = active.filter((s) => !index.hasSource(s.id));
-      for (const s of active) index.setSource(s.id, s.audience);
-      if (added.length) {
-        const [size] = await bound<{ postings: string; records: string }>(em,
-          'select coalesce(sum(length(tsv)), 0)::bigint as postings, count(*) as records from record where source_id = any(?::uuid[])',
-          [added.map((s) => s.id)]);
-        const estimate = Number(size!.postings) * POSTING_BYTES + Number(size!.records) * DOC_BYTES;
-        if (index.bytes() + estimate > opts.maxBytes) return refuse(estimate);
-        try {
-          await loadRecords(em, index, added.map((s) => s.id), model);
-        } catch (err) {
-          // A copy with sources registered but not loaded would miss their records at a later version.
-          accounts.delete(accountId);
-          throw err;
-        }
-      }
-      index.recordVersion = versions.records;
-    }
-    if (index.memoryVersion < versions.memory || fresh) {
-      if ((await loadMemory(em, index, accountId, fresh, model)) === 'reset') {
-        // Something was deleted since: load everything again, into a new copy.
-        accounts.delete(accountId);
-        return refresh(accountId);
-      }
-    }
-    index.prepare();
-    // Grown past the budget on its own (memory written since it was loaded).
-    if (index.bytes() > opts.maxBytes) return refuse(index.bytes());
-    tooLarge.delete(accountId);
-    accounts.delete(accountId);
-    accounts.set(accountId, index);
-    // Least recently used accounts go first when the total is over the budget.
-    let total = totalBytes();
-    for (const [id, copy] of accounts) {
-      if (total <= opts.maxBytes || id === accountId) break;
-      total -= copy.bytes();
-      accounts.delete(id);
-    }
-    return true;
-  }
+const totalBytes = (c: Copies) => [...c.accounts.values()].reduce((a, t) => a + t.bytes(), 0);
+const isCurrent = (held: AccountIndex | undefined, v: Versions) => held !== undefined && held.recordVersion >= v.records && held.memoryVersion >= v.memory;
 
-  function warm(accountId: string): Promise<boolean> {
-    let p = refreshing.get(accountId);
-    if (!p) {
-      p = refresh(accountId).finally(() => refreshing.delete(accountId));
-      refreshing.set(accountId, p);
-    }
-    return p;
-  }
-
+export function createSearchIndex(opts: SearchIndexOptions): SearchIndex {
+  const copies: Copies = { opts, model: opts.embedder?.model ?? null, accounts: new Map(), refreshing: new Map(), tooLarge: new Map() };
   return {
     embedder: opts.embedder ?? null,
-    async current(accountId, versions, waitMs = WAIT_MS) {
-      if (opts.maxBytes <= 0) return null;
-      const deadline = performance.now() + waitMs;
-      const timeout = new AbortController();
-      const expired = sleep(waitMs, null, { signal: timeout.signal }).catch(() => null);
-      try {
-        for (;;) {
-          const held = accounts.get(accountId);
-          if (isCurrent(held, versions)) {
-            // Most recently used: a Map iterates in insertion order.
-            accounts.delete(accountId);
-            accounts.set(accountId, held!);
-            return held!;
-          }
-          const refreshed = warm(accountId).catch((err: unknown) => {
-            opts.logger?.warn({ err }, 'search index: refresh failed');
-            return false;
-          });
-          if (performance.now() >= deadline || (await Promise.race([refreshed, expired])) !== true) return null;
-        }
-      } finally {
-        timeout.abort();
-      }
-    },
-    warm,
-    usage: () => ({ accounts: accounts.size, bytes: totalBytes() }),
+    current: (accountId, versions, waitMs = WAIT_MS) => current(copies, accountId, versions, waitMs),
+    warm: (accountId) => warm(copies, accountId),
+    usage: () => ({ accounts: copies.accounts.size, bytes: totalBytes(copies) }),
   };
+}
+
+async function current(c: Copies, accountId: string, versions: Versions, waitMs: number): Promise<AccountIndex | null> {
+  if (c.opts.maxBytes <= 0) return null;
+  const deadline = performance.now() + waitMs;
+  const timeout = new AbortController();
+  const expired = sleep(waitMs, null, { signal: timeout.signal }).catch(() => null);
+  try {
+    for (;;) {
+      const held = c.accounts.get(accountId);
+      if (isCurrent(held, versions)) {
+        // Most recently used: a Map iterates in insertion order.
+        c.accounts.delete(accountId);
+        c.accounts.set(accountId, held!);
+        return held!;
+      }
+      const refreshed = warm(c, accountId).catch((err: unknown) => {
+        c.opts.logger?.warn({ err }, 'search index: refresh failed');
+        return false;
+      });
+      if (performance.now() >= deadline || (await Promise.race([refreshed, expired])) !== true) return null;
+    }
+  } finally {
+    timeout.abort();
+  }
+}
+
+/** One refresh per account at a time: callers that come while it runs share it. */
+function warm(c: Copies, accountId: string): Promise<boolean> {
+  let p = c.refreshing.get(accountId);
+  if (!p) {
+    p = refresh(c, accountId).finally(() => c.refreshing.delete(accountId));
+    c.refreshing.set(accountId, p);
+  }
+  return p;
+}
+
+async function refresh(c: Copies, accountId: string): Promise<boolean> {
+  const { opts, accounts } = c;
+  const em = opts.orm.em.fork();
+  // Versions first: whatever commits later moves them past what this load is stamped with.
+  const v = await indexVersions(em, accountId, { postingBytes: POSTING_BYTES, docBytes: DOC_BYTES });
+  const versions: Versions = { records: Number(v.records), memory: Number(v.memory) };
+  const key = `${versions.records}:${versions.memory}`;
+  const held = accounts.get(accountId);
+  if (isCurrent(held, versions)) return true;
+  const large = c.tooLarge.get(accountId);
+  if (large && large.versions === key && Date.now() - large.at < TOO_LARGE_RETRY_MS) return false;
+  const refuse = (estimate: number) => {
+    accounts.delete(accountId);
+    c.tooLarge.set(accountId, { versions: key, at: Date.now() });
+    opts.logger?.info({ accountId, estimatedBytes: estimate }, 'search index: account too large to hold in memory; PostgreSQL ranks its queries');
+    return false;
+  };
+
+  // Start over when most documents held are gone (their postings are dead weight).
+  const index = held && held.dead * 2 <= held.size ? held : new AccountIndex();
+  const fresh = index.size === 0;
+  if (fresh && Number(v.estimate) > opts.maxBytes) return refuse(Number(v.estimate));
+  if (index.recordVersion < versions.records || fresh) {
+    const over = await syncSources(c, em, index, accountId);
+    if (over !== null) return refuse(over);
+    index.recordVersion = versions.records;
+  }
+  if (index.memoryVersion < versions.memory || fresh) {
+    if ((await loadMemory(em, index, accountId, fresh, c.model)) === 'reset') {
+      // Something was deleted since: load everything again, into a new copy.
+      accounts.delete(accountId);
+      return refresh(c, accountId);
+    }
+  }
+  index.prepare();
+  // Grown past the budget on its own (memory written since it was loaded).
+  if (index.bytes() > opts.maxBytes) return refuse(index.bytes());
+  c.tooLarge.delete(accountId);
+  hold(c, accountId, index);
+  return true;
+}
+
+/**
+ * Brings the copy's sources to the account's active ones, loading the records of those it lacks;
+ * the estimated bytes when they would take the copy over the budget (nothing loaded), else null.
+ */
+async function syncSources(c: Copies, em: EntityManager, index: AccountIndex, accountId: string): Promise<number | null> {
+  const active = await activeSources(em, accountId);
+  const activeIds = new Set(active.map((s) => s.id));
+  for (const id of index.sourceIds()) if (!activeIds.has(id)) index.removeSource(id);
+  const added = active.filter((s) => !index.hasSource(s.id));
+  for (const s of active) index.setSource(s.id, s.audience);
+  if (added.length) {
+    const size = await sourcesSize(em, added.map((s) => s.id));
+    const estimate = Number(size.postings) * POSTING_BYTES + Number(size.records) * DOC_BYTES;
+    if (index.bytes() + estimate > c.opts.maxBytes) return estimate;
+    try {
+      await loadRecords(em, index, added.map((s) => s.id), c.model);
+    } catch (err) {
+      // A copy with sources registered but not loaded would miss their records at a later version.
+      c.accounts.delete(accountId);
+      throw err;
+    }
+  }
+  return null;
+}
+
+/** Holds the copy as the most recently used; least recently used accounts go first when the total is over the budget. */
+function hold(c: Copies, accountId: string, index: AccountIndex) {
+  c.accounts.delete(accountId);
+  c.accounts.set(accountId, index);
+  let total = totalBytes(c);
+  for (const [id, copy] of c.accounts) {
+    if (total <= c.opts.maxBytes || id === accountId) break;
+    total -= copy.bytes();
+    c.accounts.delete(id);
+  }
 }
 
 /** The search index an API process runs with: its memory budget and embeddings provider from the configuration. */

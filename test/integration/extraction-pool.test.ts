@@ -3,7 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExtractionError } from '../../shared/ingest/extract/index.ts';
-import { createExtractionPool, type ExtractionPool } from '../../shared/ingest/extraction-pool.ts';
+import { createExtractionPool, inProcessExtraction, type ExtractionPool } from '../../shared/ingest/extraction-pool.ts';
 import { flateBombPdf, keyPathBomb, nestedDivs } from '../helpers/hostile-files.ts';
 
 // Extraction runs in child processes with a CPU-time and a memory limit (issue 24): real processes,
@@ -86,6 +86,16 @@ describe('extraction processes', () => {
     const json = keyPathBomb();
     const doc = await build(pool, json, 'application/json');
     expect(doc.text.length).toBeLessThan(json.length * 6);
+  });
+
+  it('bring back a large build whole: its text and records arrive in parts, equal to the same build in this process', async () => {
+    // Over a million characters and thousands of records: several parts of each.
+    const md = Buffer.from(Array.from({ length: 1200 }, (_, j) => `## Part ${j}\n\nStation Vega${j} recorded ${j} storms in ${1900 + (j % 120)}; the keeper was Ines Morales${j}.\n`).join('\n').padEnd(1_300_000, '.'));
+    const there = await build(poolWith({}), md, 'text/markdown');
+    const here = await inProcessExtraction(LIMITS).build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', bytes: md, contentType: 'text/markdown', crossSiteRedirect: false });
+    expect(there.text.length).toBeGreaterThan(1_048_576);
+    expect(there.rows.length).toBeGreaterThan(1000);
+    expect(there).toEqual(here);
   });
 
   it('carry a refusal across the process boundary as the ExtractionError it was', async () => {

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { getAccount } from '../../../shared/auth/accounts.ts';
+import { getApiKey } from '../../../shared/auth/api-keys.ts';
 import { AccessResponse } from '../../../shared/contracts/account.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
-import { Account, ApiKey } from '../../../shared/db/entities/index.ts';
 import type { Config } from '../../../shared/config.ts';
 import { processingBudget } from '../../../shared/ingest/ocr/budgets.ts';
 import { getCreditBalance } from '../../../shared/metering/credits.ts';
@@ -21,8 +22,8 @@ export const accessRoutes: FastifyPluginAsyncZod<{ ocr: Config['ocr'] }> = async
     async (request) => {
       const p = principalOf(request);
       const [key, account, credits, processing] = await Promise.all([
-        request.em.findOneOrFail(ApiKey, { id: p.credentialId }),
-        request.em.findOneOrFail(Account, { id: p.accountId }),
+        getApiKey(request.em, p.credentialId),
+        getAccount(request.em, p.accountId),
         getCreditBalance(request.em, p.accountId),
         processingBudget(request.em, ocr, p.accountId),
       ]);

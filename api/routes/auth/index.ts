@@ -1,12 +1,21 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { login, endBrowserSession, sessionTimes } from '../../../shared/auth/sessions.ts';
+import { getAccount } from '../../../shared/auth/accounts.ts';
+import { endBrowserSession, getBrowserSession, login, sessionTimes } from '../../../shared/auth/sessions.ts';
 import type { Config } from '../../../shared/config.ts';
 import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
 import { AuthResponse, AuthSessionStatus, LoginRequest, SignOutResponse } from '../../../shared/contracts/auth.ts';
-import { Account, BrowserSession } from '../../../shared/db/entities/index.ts';
 import { clearSessionCookie, SESSION_COOKIE, setSessionCookie } from '../../plugins/auth.ts';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 429: ErrorEnvelope };
+
+const SIGNED_OUT = {
+  schemaVersion: 'service-auth-session-v2' as const,
+  signedIn: false,
+  accountState: 'signed_out' as const,
+  account: null,
+  session: null,
+  linkedProviders: null,
+};
 
 export const authRoutes: FastifyPluginAsyncZod<{ config: Config }> = async (app, { config }) => {
   app.post(
@@ -48,19 +57,10 @@ export const authRoutes: FastifyPluginAsyncZod<{ config: Config }> = async (app,
     },
     async (request) => {
       const p = request.principal;
-      if (!p) {
-        return {
-          schemaVersion: 'service-auth-session-v2' as const,
-          signedIn: false,
-          accountState: 'signed_out' as const,
-          account: null,
-          session: null,
-          linkedProviders: null,
-        };
-      }
+      if (!p) return SIGNED_OUT;
       const [account, session] = await Promise.all([
-        request.em.findOneOrFail(Account, { id: p.accountId }),
-        request.em.findOneOrFail(BrowserSession, { id: p.credentialId }),
+        getAccount(request.em, p.accountId),
+        getBrowserSession(request.em, p.credentialId),
       ]);
       const pending = account.state === 'deletion_pending';
       return {

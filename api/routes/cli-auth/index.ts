@@ -17,7 +17,16 @@ import { principalOf } from '../../plugins/auth.ts';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope };
 
+type App = Parameters<FastifyPluginAsyncZod>[0];
+
 export const cliAuthRoutes: FastifyPluginAsyncZod<{ config: Config }> = async (app, { config }) => {
+  deviceRoutes(app, config);
+  tokenRoute(app, config);
+  cliSessionRoutes(app);
+};
+
+/** The device flow's first steps: the CLI asks for a code, the signed-in person approves it. */
+function deviceRoutes(app: App, config: Config) {
   app.post(
     '/v1/auth/cli/device',
     {
@@ -62,7 +71,10 @@ export const cliAuthRoutes: FastifyPluginAsyncZod<{ config: Config }> = async (a
       };
     },
   );
+}
 
+/** The CLI polls with its device code until the code is approved, then gets its session once. */
+function tokenRoute(app: App, config: Config) {
   app.post(
     '/v1/auth/cli/token',
     {
@@ -90,7 +102,10 @@ export const cliAuthRoutes: FastifyPluginAsyncZod<{ config: Config }> = async (a
       });
     },
   );
+}
 
+/** The CLI session's status and sign-out, with the CLI token. */
+function cliSessionRoutes(app: App) {
   app.get(
     '/v1/auth/cli/session',
     {
@@ -123,4 +138,4 @@ export const cliAuthRoutes: FastifyPluginAsyncZod<{ config: Config }> = async (a
       return { schemaVersion: 'service-cli-logout-v1' as const, ok: true };
     },
   );
-};
+}

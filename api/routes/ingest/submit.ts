@@ -28,6 +28,10 @@ const errors = {
 /** 50,000,000 bytes of base64 is about 66.7 MB; the body limit lets such a request be answered (413), not dropped. */
 const FILE_BODY_LIMIT = 72 * 1024 * 1024;
 
+/** The job a request queued, or (created false) the job an earlier request queued. */
+const queuedJob = (r: { created: boolean; job: Parameters<typeof publicJob>[0] }) =>
+  ({ schemaVersion: 'service-ingest-job-v1' as const, mode: 'queued' as const, created: r.created, job: publicJob(r.job) });
+
 export const ingestSubmitRoutes: FastifyPluginAsyncZod<
   IngestMount & { config: Config; temporal: TemporalClientHandle; extraction: ExtractionPool; freeWork: FreeWorkLimiter }
 > = async (app, { config, temporal, extraction, freeWork, base, auth, tags }) => {
@@ -62,10 +66,7 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<
         return reply.code(200).headers(headers).send({ schemaVersion: 'service-url-ingest-plan-v1' as const, mode: 'dry-run' as const, plan });
       }
       const r = await submitUrl(deps(request.em, request.log), principalOf(request), body);
-      return reply
-        .code(r.created ? 202 : 200)
-        .headers(r.headers)
-        .send({ schemaVersion: 'service-ingest-job-v1' as const, mode: 'queued' as const, created: r.created, job: publicJob(r.job) });
+      return reply.code(r.created ? 202 : 200).headers(r.headers).send(queuedJob(r));
     },
   );
 
@@ -89,10 +90,7 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<
         return reply.code(200).headers(headers).send({ schemaVersion: 'service-file-ingest-plan-v1' as const, mode: 'dry-run' as const, plan });
       }
       const r = await submitFile(deps(request.em, request.log), principalOf(request), { ...body, bytes });
-      return reply
-        .code(r.created ? 202 : 200)
-        .headers(r.headers)
-        .send({ schemaVersion: 'service-ingest-job-v1' as const, mode: 'queued' as const, created: r.created, job: publicJob(r.job) });
+      return reply.code(r.created ? 202 : 200).headers(r.headers).send(queuedJob(r));
     },
   );
 
@@ -109,9 +107,7 @@ export const ingestSubmitRoutes: FastifyPluginAsyncZod<
     },
     async (request, reply) => {
       const r = await requestSourceDeletion(request.em, starts.sourceDeletion, principalOf(request), request.params.sourceId);
-      return reply
-        .code(r.created ? 202 : 200)
-        .send({ schemaVersion: 'service-ingest-job-v1' as const, mode: 'queued' as const, created: r.created, job: publicJob(r.job) });
+      return reply.code(r.created ? 202 : 200).send(queuedJob(r));
     },
   );
 };

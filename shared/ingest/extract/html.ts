@@ -82,28 +82,105 @@ function isBoilerplate(n: DomNode, tag: string, strict: boolean): boolean {
   return BOILERPLATE_NAMES.test(`${attr(n, 'id') ?? ''} ${attr(n, 'class') ?? ''}`);
 }
 
+const isHeadingTag = (tag: string) => /^h[1-6]$/.test(tag);
+
+/**
+ * The walk's rendering state: the inline text being gathered and the open heading, <pre> and table
+ * row. One per walk; the walk calls its methods per node, so nothing is allocated per node here.
+ */
+class BlockRenderer {
+  readonly events: Event[] = [];
+  private readonly buf = new InlineBuffer();
+  private readonly base: string | undefined;
+  private heading = 0;
+  private pre = 0;
+  private cells = 0;
+  private rowSep = '\n\n';
+
+  constructor(base: string | undefined) {
+    this.base = base;
+  }
+
+  flush(sep = '\n\n') {
+    if (this.heading > 0) return;
+    if (this.buf.length > 0) {
+      const content = this.buf.finish();
+      if (content.text) this.events.push({ kind: 'block', content, sep });
+    }
+  }
+
+  private endHeading() {
+    const content = this.buf.finish();
+    if (content.text) this.events.push({ kind: 'heading', level: this.heading, content });
+    this.heading = 0;
+  }
+
+  text(value: string) {
+    this.buf.append(value, this.pre > 0);
+  }
+
+  /** Starts an element; false when it has nothing to descend into (<br>, <hr>). */
+  open(node: DomNode, tag: string): boolean {
+    // Block content inside a heading (broken markup such as an unclosed <h2>) ends the heading.
+    if (this.heading > 0 && (BLOCK.has(tag) || isHeadingTag(tag) || tag === 'pre' || tag === 'table' || tag === 'tr' || tag === 'hr')) {
+      this.endHeading();
+    }
+    if (isHeadingTag(tag)) {
+      this.flush();
+      this.heading = headingLevel(node, tag);
+    } else if (tag === 'br') {
+      this.buf.hardBreak();
+      return false;
+    } else if (tag === 'hr') {
+      this.flush();
+      return false;
+    } else if (tag === 'a') {
+      const href = attr(node, 'href');
+      this.buf.openLink(href ? resolveHref(href, this.base) : null);
+    } else if (tag === 'pre') {
+      this.flush();
+      this.pre++;
+    } else if (tag === 'table') {
+      this.flush();
+      this.rowSep = '\n\n';
+    } else if (tag === 'tr') {
+      this.flush(this.rowSep);
+      this.cells = 0;
+    } else if (tag === 'td' || tag === 'th') {
+      if (this.cells++ > 0) this.buf.append(' | ');
+    } else if (BLOCK.has(tag)) {
+      this.flush();
+    }
+    return true;
+  }
+
+  close(node: DomNode, tag: string) {
+    if (isHeadingTag(tag)) {
+      // A heading cut short by a block inside it (unclosed <h2>) was emitted already.
+      if (this.heading === headingLevel(node, tag)) this.endHeading();
+      else this.flush();
+    } else if (tag === 'a') {
+      this.buf.closeLink();
+    } else if (tag === 'pre') {
+      this.flush();
+      this.pre--;
+    } else if (tag === 'tr') {
+      this.flush(this.rowSep);
+      this.rowSep = '\n';
+    } else if (tag === 'table') {
+      this.flush();
+      this.rowSep = '\n\n';
+    } else if (BLOCK.has(tag)) {
+      this.flush();
+    }
+  }
+}
+
 /** Renders a subtree to heading/block events without recursion; also reports the nesting depth. */
 function walk(root: DomNode, base: string | undefined, strict: boolean): { events: Event[]; depth: number } {
-  const events: Event[] = [];
+  const renderer = new BlockRenderer(base);
   let depth = 0;
   let maxDepth = 0;
-  const buf = new InlineBuffer();
-  let heading = 0;
-  let pre = 0;
-  let cells = 0;
-  let rowSep = '\n\n';
-  const flush = (sep = '\n\n') => {
-    if (heading > 0) return;
-    if (buf.length > 0) {
-      const content = buf.finish();
-      if (content.text) events.push({ kind: 'block', content, sep });
-    }
-  };
-  const endHeading = () => {
-    const content = buf.finish();
-    if (content.text) events.push({ kind: 'heading', level: heading, content });
-    heading = 0;
-  };
   type Frame = { node: DomNode; exit: boolean };
   const stack: Frame[] = [{ node: root, exit: false }];
   while (stack.length > 0) {
@@ -111,71 +188,25 @@ function walk(root: DomNode, base: string | undefined, strict: boolean): { event
     const tag = node.nodeName.toLowerCase();
     if (exit) {
       depth--;
-      if (/^h[1-6]$/.test(tag)) {
-        // A heading cut short by a block inside it (unclosed <h2>) was emitted already.
-        if (heading === headingLevel(node, tag)) endHeading();
-        else flush();
-      } else if (tag === 'a') {
-        buf.closeLink();
-      } else if (tag === 'pre') {
-        flush();
-        pre--;
-      } else if (tag === 'tr') {
-        flush(rowSep);
-        rowSep = '\n';
-      } else if (tag === 'table') {
-        flush();
-        rowSep = '\n\n';
-      } else if (BLOCK.has(tag)) {
-        flush();
-      }
+      renderer.close(node, tag);
       continue;
     }
     if (node.nodeType === 3) {
-      buf.append(node.nodeValue ?? '', pre > 0);
+      renderer.text(node.nodeValue ?? '');
       continue;
     }
     if (node.nodeType !== 1 && node.nodeType !== 9 && node.nodeType !== 11) continue;
     if (node !== root && node.nodeType === 1) {
       if (SKIP.has(tag) || isHidden(node) || isBoilerplate(node, tag, strict)) continue;
     }
-    // Block content inside a heading (broken markup such as an unclosed <h2>) ends the heading.
-    if (heading > 0 && (BLOCK.has(tag) || /^h[1-6]$/.test(tag) || tag === 'pre' || tag === 'table' || tag === 'tr' || tag === 'hr')) {
-      endHeading();
-    }
-    if (/^h[1-6]$/.test(tag)) {
-      flush();
-      heading = headingLevel(node, tag);
-    } else if (tag === 'br') {
-      buf.hardBreak();
-      continue;
-    } else if (tag === 'hr') {
-      flush();
-      continue;
-    } else if (tag === 'a') {
-      const href = attr(node, 'href');
-      buf.openLink(href ? resolveHref(href, base) : null);
-    } else if (tag === 'pre') {
-      flush();
-      pre++;
-    } else if (tag === 'table') {
-      flush();
-      rowSep = '\n\n';
-    } else if (tag === 'tr') {
-      flush(rowSep);
-      cells = 0;
-    } else if (tag === 'td' || tag === 'th') {
-      if (cells++ > 0) buf.append(' | ');
-    } else if (BLOCK.has(tag)) {
-      flush();
-    }
+    if (!renderer.open(node, tag)) continue;
     stack.push({ node, exit: true });
     if (++depth > maxDepth) maxDepth = depth;
     const kids = node.childNodes;
     for (let i = kids.length - 1; i >= 0; i--) stack.push({ node: kids[i]!, exit: false });
   }
-  flush();
-  return { events, depth: maxDepth };
+  renderer.flush();
+  return { events: renderer.events, depth: maxDepth };
 }
 
 const MAX_READABILITY_DEPTH = 400;

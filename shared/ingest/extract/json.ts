@@ -58,21 +58,21 @@ function frameFor(v: Record<string, unknown> | unknown[]): Frame {
   return Array.isArray(v) ? { kind: 'array', value: v, i: 0 } : { kind: 'object', value: v, keys: Object.keys(v), i: 0 };
 }
 
+/** A top-level title, name or headline string, the first that has text. */
+function titleOf(root: Record<string, unknown>): string | null {
+  for (const k of ['title', 'name', 'headline']) {
+    const v = root[k];
+    if (typeof v === 'string' && collapseWhitespace(v)) return collapseWhitespace(v).slice(0, 300);
+  }
+  return null;
+}
+
 export function extractJson(root: unknown, ctx: ExtractContext): RawExtraction {
   const b = new DocumentBuilder(ctx.limits.maxTextChars);
   const warnings: string[] = [];
   const topIsObject = isContainer(root) && !Array.isArray(root);
   const outline: OutlineEntry[] = topIsObject ? Object.keys(root).map((k) => ({ path: [k] })) : [];
-  let title: string | null = null;
-  if (topIsObject) {
-    for (const k of ['title', 'name', 'headline']) {
-      const v = (root as Record<string, unknown>)[k];
-      if (typeof v === 'string' && collapseWhitespace(v)) {
-        title = collapseWhitespace(v).slice(0, 300);
-        break;
-      }
-    }
-  }
+  const title = topIsObject ? titleOf(root) : null;
   let sep = '\n\n';
   let overLimit = false;
   let deep = false;

@@ -275,43 +275,30 @@ function collectDefinitions(root: Root, defs: Map<string, string>) {
   }
 }
 
-/** Renders one parsed tree into the builder (iteratively: hostile nesting cannot exhaust the stack). */
-function render(root: Root, b: DocumentBuilder, defs: Map<string, string>, base: string | undefined) {
-  const buf = new InlineBuffer();
-  let rowSep = '\n\n';
-  const flush = (sep = '\n\n') => {
-    if (buf.length > 0) b.block(buf.finish(), sep);
-    else buf.finish();
-  };
-  const stack: Frame[] = [{ node: root, exit: false }];
-  while (stack.length > 0) {
-    const { node: n, exit, index, parent } = stack.pop()!;
-    if (exit) {
-      switch (n.type) {
-        case 'heading':
-          b.heading(n.depth, buf.finish());
-          break;
-        case 'paragraph':
-        case 'blockquote':
-        case 'listItem':
-        case 'list':
-        case 'footnoteDefinition':
-          flush();
-          break;
-        case 'tableRow':
-          flush(rowSep);
-          rowSep = '\n';
-          break;
-        case 'link':
-        case 'linkReference':
-          buf.closeLink();
-          break;
-        default:
-          break;
-      }
-      continue;
-    }
-    let descend = true;
+/**
+ * The render's state: the inline text being gathered and the table row separator. One per render;
+ * the render calls its methods per node, so nothing is allocated per node here.
+ */
+class TreeRenderer {
+  private readonly buf = new InlineBuffer();
+  private rowSep = '\n\n';
+  private readonly b: DocumentBuilder;
+  private readonly defs: Map<string, string>;
+  private readonly base: string | undefined;
+
+  constructor(b: DocumentBuilder, defs: Map<string, string>, base: string | undefined) {
+    this.b = b;
+    this.defs = defs;
+    this.base = base;
+  }
+
+  flush(sep = '\n\n') {
+    if (this.buf.length > 0) this.b.block(this.buf.finish(), sep);
+    else this.buf.finish();
+  }
+
+  /** Starts a node; false when its children are not rendered (leaves, code, HTML, images). */
+  open(n: Nodes, index: number | undefined, parent: string | undefined): boolean {
     switch (n.type) {
       case 'heading':
       case 'paragraph':
@@ -319,56 +306,38 @@ function render(root: Root, b: DocumentBuilder, defs: Map<string, string>, base:
       case 'listItem':
       case 'list':
       case 'footnoteDefinition':
-        flush();
-        break;
+        this.flush();
+        return true;
       case 'table':
-        flush();
-        rowSep = '\n\n';
-        break;
+        this.flush();
+        this.rowSep = '\n\n';
+        return true;
       case 'tableRow':
-        flush(rowSep);
-        break;
+        this.flush(this.rowSep);
+        return true;
       case 'tableCell':
-        if ((index ?? 0) > 0) buf.append(' | ');
-        break;
-      case 'code': {
-        flush();
-        const text = stripInvisible(n.value).trimEnd().replace(/^\s*\n/, '');
-        if (text.trim()) b.block({ text, links: [] });
-        descend = false;
-        break;
-      }
-      case 'html': {
-        descend = false;
-        if (/^<br\s*\/?>$/i.test(n.value.trim())) {
-          buf.hardBreak();
-        } else if (parent !== 'paragraph' && parent !== 'heading' && parent !== 'tableCell' && parent !== 'link') {
-          // A block of raw HTML: keep its visible text.
-          flush();
-          const text = htmlText(n.value);
-          if (text) b.block({ text, links: [] });
-        }
-        break;
-      }
+        if ((index ?? 0) > 0) this.buf.append(' | ');
+        return true;
+      case 'code':
+        this.code(n.value);
+        return false;
+      case 'html':
+        this.html(n.value, parent);
+        return false;
       case 'text':
-        buf.append(n.value);
-        descend = false;
-        break;
       case 'inlineCode':
-        buf.append(n.value);
-        descend = false;
-        break;
+        this.buf.append(n.value);
+        return false;
       case 'break':
-        buf.hardBreak();
-        descend = false;
-        break;
+        this.buf.hardBreak();
+        return false;
       case 'link':
-        buf.openLink(resolveHref(n.url, base));
-        break;
+        this.buf.openLink(resolveHref(n.url, this.base));
+        return true;
       case 'linkReference': {
-        const url = defs.get(n.identifier);
-        buf.openLink(url === undefined ? null : resolveHref(url, base));
-        break;
+        const url = this.defs.get(n.identifier);
+        this.buf.openLink(url === undefined ? null : resolveHref(url, this.base));
+        return true;
       }
       case 'image':
       case 'imageReference':
@@ -376,19 +345,73 @@ function render(root: Root, b: DocumentBuilder, defs: Map<string, string>, base:
       case 'definition':
       case 'thematicBreak':
       case 'yaml':
-        descend = false;
+        return false;
+      default:
+        return true;
+    }
+  }
+
+  close(n: Nodes) {
+    switch (n.type) {
+      case 'heading':
+        this.b.heading(n.depth, this.buf.finish());
+        break;
+      case 'paragraph':
+      case 'blockquote':
+      case 'listItem':
+      case 'list':
+      case 'footnoteDefinition':
+        this.flush();
+        break;
+      case 'tableRow':
+        this.flush(this.rowSep);
+        this.rowSep = '\n';
+        break;
+      case 'link':
+      case 'linkReference':
+        this.buf.closeLink();
         break;
       default:
         break;
     }
-    if (!descend) continue;
+  }
+
+  private code(value: string) {
+    this.flush();
+    const text = stripInvisible(value).trimEnd().replace(/^\s*\n/, '');
+    if (text.trim()) this.b.block({ text, links: [] });
+  }
+
+  private html(value: string, parent: string | undefined) {
+    if (/^<br\s*\/?>$/i.test(value.trim())) {
+      this.buf.hardBreak();
+    } else if (parent !== 'paragraph' && parent !== 'heading' && parent !== 'tableCell' && parent !== 'link') {
+      // A block of raw HTML: keep its visible text.
+      this.flush();
+      const text = htmlText(value);
+      if (text) this.b.block({ text, links: [] });
+    }
+  }
+}
+
+/** Renders one parsed tree into the builder (iteratively: hostile nesting cannot exhaust the stack). */
+function render(root: Root, b: DocumentBuilder, defs: Map<string, string>, base: string | undefined) {
+  const renderer = new TreeRenderer(b, defs, base);
+  const stack: Frame[] = [{ node: root, exit: false }];
+  while (stack.length > 0) {
+    const { node: n, exit, index, parent } = stack.pop()!;
+    if (exit) {
+      renderer.close(n);
+      continue;
+    }
+    if (!renderer.open(n, index, parent)) continue;
     stack.push({ node: n, exit: true });
     if ('children' in n) {
       const kids = n.children as Nodes[];
       for (let i = kids.length - 1; i >= 0; i--) stack.push({ node: kids[i]!, exit: false, index: i, parent: n.type });
     }
   }
-  flush();
+  renderer.flush();
 }
 
 export async function extractMarkdown(source: string, ctx: ExtractContext): Promise<RawExtraction> {

@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { getDocument, OPS, VerbosityLevel, type PDFPageProxy } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { getDocument, OPS, VerbosityLevel, type PDFDocumentProxy, type PDFPageProxy } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { DocumentBuilder, InlineBuffer, collapseWhitespace, resolveHref, type InlineText } from './builder.ts';
 import { ExtractionError, overLimit as limitError, type ExtractContext, type OutlineEntry, type RawExtraction } from './types.ts';
 
@@ -171,6 +171,78 @@ function ocrParagraphs(text: string): InlineText[] {
     .map((t) => ({ text: t, links: [] }));
 }
 
+/** The title from the info dictionary, else from the XMP metadata. */
+async function pdfTitle(pdf: PDFDocumentProxy): Promise<string | null> {
+  try {
+    const meta = await pdf.getMetadata();
+    const info = meta.info as { Title?: unknown } | undefined;
+    const t = typeof info?.Title === 'string' ? collapseWhitespace(info.Title) : '';
+    const xmp = meta.metadata?.get('dc:title');
+    return t || (typeof xmp === 'string' ? collapseWhitespace(xmp) : '') || null;
+  } catch {
+    // Broken metadata does not make the text unreadable: no title.
+    return null;
+  }
+}
+
+/** The page's link annotations that carry a web or mail URL over some text. */
+async function pageLinks(page: PDFPageProxy): Promise<PageLink[]> {
+  try {
+    const annotations = (await page.getAnnotations({ intent: 'display' })) as {
+      subtype?: string;
+      url?: unknown;
+      overlaidText?: unknown;
+    }[];
+    return annotations.flatMap((a) => {
+      if (a.subtype !== 'Link' || typeof a.url !== 'string' || typeof a.overlaidText !== 'string') return [];
+      const href = resolveHref(a.url, undefined);
+      const text = collapseWhitespace(a.overlaidText);
+      return href && text && /^(https?|mailto):/i.test(href) ? [{ href, text }] : [];
+    });
+  } catch {
+    // Unreadable annotations only cost the page its links.
+    return [];
+  }
+}
+
+/** A page's text items and links, and whether it is a scan; null when pdf.js cannot read the page. */
+async function readPage(
+  pdf: PDFDocumentProxy,
+  n: number,
+  ocr: ExtractContext['ocr'],
+): Promise<{ items: Item[]; links: PageLink[]; scanned: boolean } | null> {
+  try {
+    const page = await pdf.getPage(n);
+    const links = await pageLinks(page);
+    const content = await page.getTextContent();
+    const items = content.items.filter((i): i is typeof i & Item => 'str' in i) as Item[];
+    const scanned = !items.some((i) => i.str.trim()) && (ocr?.has(n) || (await paintsImage(page)));
+    page.cleanup();
+    return { items, links, scanned };
+  } catch {
+    return null;
+  }
+}
+
+/** Pages by what became of them: text that could not be read, had none, or came from OCR. */
+type PageFates = { failed: number[]; empty: number[]; ocr: number[] };
+
+function pageWarnings({ failed, empty, ocr }: PageFates, numPages: number): string[] {
+  const warnings: string[] = [];
+  if (failed.length > 0) {
+    warnings.push(`Could not read page${failed.length > 1 ? 's' : ''} ${describePages(failed)}; skipped.`);
+  }
+  if (empty.length > 0) {
+    warnings.push(
+      `${empty.length} of ${numPages} pages have no extractable text (blank pages): ${describePages(empty)}.`,
+    );
+  }
+  if (ocr.length > 0) {
+    warnings.push(`Text of page${ocr.length > 1 ? 's' : ''} ${describePages(ocr)} was recognised by OCR (scanned pages).`);
+  }
+  return warnings;
+}
+
 export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promise<RawExtraction> {
   assertInflationWithin(bytes, ctx.limits.maxInflatedBytes);
   const task = openPdf(bytes);
@@ -184,24 +256,12 @@ export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promis
     const numPages = pdf.numPages;
     if (!(numPages > 0)) throw new ExtractionError('corrupt', 'The PDF has no pages.');
     if (numPages > ctx.limits.maxPdfPages) throw limitError(`it has ${numPages.toLocaleString('en-US')} pages, more than ${ctx.limits.maxPdfPages.toLocaleString('en-US')}`);
-    let title: string | null = null;
-    try {
-      const meta = await pdf.getMetadata();
-      const info = meta.info as { Title?: unknown } | undefined;
-      const t = typeof info?.Title === 'string' ? collapseWhitespace(info.Title) : '';
-      const xmp = meta.metadata?.get('dc:title');
-      title = t || (typeof xmp === 'string' ? collapseWhitespace(xmp) : '') || null;
-    } catch {
-      // Broken metadata does not make the text unreadable: no title.
-    }
+    const title = await pdfTitle(pdf);
 
     const b = new DocumentBuilder(ctx.limits.maxTextChars);
-    const warnings: string[] = [];
-    const emptyPages: number[] = [];
-    const failedPages: number[] = [];
+    const fates: PageFates = { failed: [], empty: [], ocr: [] };
     /** Scanned pages whose text was not supplied (ctx.ocr): the caller runs OCR on them and extracts again. */
     const scannedPages: number[] = [];
-    const ocrPages: number[] = [];
     let overLimit = false;
     let lastRead = 0;
     for (let n = 1; n <= numPages; n++) {
@@ -210,52 +270,28 @@ export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promis
         break;
       }
       lastRead = n;
-      let items: Item[];
-      let links: PageLink[] = [];
-      let scanned = false;
-      try {
-        const page = await pdf.getPage(n);
-        try {
-          const annotations = (await page.getAnnotations({ intent: 'display' })) as {
-            subtype?: string;
-            url?: unknown;
-            overlaidText?: unknown;
-          }[];
-          links = annotations.flatMap((a) => {
-            if (a.subtype !== 'Link' || typeof a.url !== 'string' || typeof a.overlaidText !== 'string') return [];
-            const href = resolveHref(a.url, undefined);
-            const text = collapseWhitespace(a.overlaidText);
-            return href && text && /^(https?|mailto):/i.test(href) ? [{ href, text }] : [];
-          });
-        } catch {
-          // Unreadable annotations only cost the page its links.
-          links = [];
-        }
-        const content = await page.getTextContent();
-        items = content.items.filter((i): i is typeof i & Item => 'str' in i) as Item[];
-        scanned = !items.some((i) => i.str.trim()) && (ctx.ocr?.has(n) || (await paintsImage(page)));
-        page.cleanup();
-      } catch {
-        failedPages.push(n);
+      const page = await readPage(pdf, n, ctx.ocr);
+      if (!page) {
+        fates.failed.push(n);
         continue;
       }
-      const recognised = scanned ? ctx.ocr?.get(n) : undefined;
-      if (scanned && recognised === undefined) {
+      const recognised = page.scanned ? ctx.ocr?.get(n) : undefined;
+      if (page.scanned && recognised === undefined) {
         scannedPages.push(n);
         continue;
       }
-      if (recognised !== undefined) ocrPages.push(n);
-      const paragraphs = recognised === undefined ? layoutPage(items) : ocrParagraphs(recognised);
-      attachLinks(paragraphs, links);
+      if (recognised !== undefined) fates.ocr.push(n);
+      const paragraphs = recognised === undefined ? layoutPage(page.items) : ocrParagraphs(recognised);
+      attachLinks(paragraphs, page.links);
       if (paragraphs.length === 0) {
-        emptyPages.push(n);
+        fates.empty.push(n);
         continue;
       }
       b.startSection([pageLabel(n)], n);
       for (const p of paragraphs) b.block(p);
     }
     const built = b.finish();
-    if (failedPages.length === lastRead) {
+    if (fates.failed.length === lastRead) {
       throw new ExtractionError('corrupt', 'The PDF could not be read; it may be damaged or incomplete.', {
         detail: `no page of ${numPages} could be read`,
       });
@@ -266,17 +302,7 @@ export async function extractPdf(bytes: Uint8Array, ctx: ExtractContext): Promis
         'The PDF contains no extractable text.',
       );
     }
-    if (failedPages.length > 0) {
-      warnings.push(`Could not read page${failedPages.length > 1 ? 's' : ''} ${describePages(failedPages)}; skipped.`);
-    }
-    if (emptyPages.length > 0) {
-      warnings.push(
-        `${emptyPages.length} of ${numPages} pages have no extractable text (blank pages): ${describePages(emptyPages)}.`,
-      );
-    }
-    if (ocrPages.length > 0) {
-      warnings.push(`Text of page${ocrPages.length > 1 ? 's' : ''} ${describePages(ocrPages)} was recognised by OCR (scanned pages).`);
-    }
+    const warnings = pageWarnings(fates, numPages);
     const outline: OutlineEntry[] = [];
     for (let n = 1; n <= numPages; n++) outline.push({ path: [pageLabel(n)], page: n, level: 1 });
     return {
