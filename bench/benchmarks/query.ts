@@ -12,7 +12,7 @@ import type { Boundary } from '../../shared/retrieval/boundary.ts';
 import { EVIDENCE_LIMIT, retrieve } from '../../shared/retrieval/retrieve.ts';
 import type { Strategy } from '../../shared/retrieval/ranking.ts';
 import { createSearchIndex, type SearchIndex } from '../../shared/retrieval/search-index.ts';
-import { recordTermRows } from '../../shared/retrieval/terms.ts';
+import { recordTermRows } from '../../shared/retrieval/terms.queries.ts';
 import { retrievalSet, type Question } from '../../test/fixtures/query/retrieval-set.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound, sql } from '../db/sql.ts';
 import { sha256Hex } from '../hash.ts';
-import { recordTermRows } from '../retrieval/terms.ts';
+import { recordTermRows } from '../retrieval/terms.queries.ts';
 import type { JobFailure } from './jobs.queries.ts';
 import type { RecordCounts, RecordRow } from './prepare.ts';
 
@@ -84,7 +84,7 @@ export async function upsertSource(tx: EntityManager, s: {
  * by unnest: PostgreSQL parses these in under half the CPU of the same rows as one JSON document, and
  * the database is the busier side while ingesting. Section paths (ragged, and shared by many records)
  * travel once each, as JSON, and rows refer to them by index. The same statement adds the batch's rows
- * of the retrieval impact index (record_term, shared/retrieval/terms.ts) from the stored tsvectors, and
+ * of the retrieval impact index (record_term, shared/retrieval/terms.queries.ts) from the stored tsvectors, and
  * the batch's count and length to its source's totals (retrieval's statistics; docs/schema.sql).
  */
 export async function insertRecords(

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { NEIGHBOURS, type Statistics } from './bm25.ts';
 import { bound, prepared, sql, type Sql } from '../db/sql.ts';
 import type { Boundary } from './boundary.ts';
-import { recordTermHit, type TermMatch } from './terms.ts';
+import { recordTermHit, type TermMatch } from './terms.queries.ts';
 
 /**
  * What retrieval reads from PostgreSQL, each statement confined to the boundary (account, active
@@ -10,7 +10,7 @@ import { recordTermHit, type TermMatch } from './terms.ts';
  * by a match (candidateRows: the documents a ranking named, or when no in-memory index is current the
  * candidates by a cheap first stage, the most recent content, exact citations), the neighbours of
  * messages, near spellings and the account's statistics. Source records' first stage is ts_rank summed
- * from the impact index (terms.ts) without reading the matching rows; messages and claims (smaller
+ * from the impact index (terms.queries.ts) without reading the matching rows; messages and claims (smaller
  * tables) are ranked by ts_rank over their GIN index. What retrieval makes of the rows is in
  * candidates.ts.
  */
@@ -224,4 +224,9 @@ export async function fallbackStatistics(em: EntityManager, accountId: string, l
     length: [Number(row?.record_length ?? 0), Number(row?.message_length ?? 0), Number(row?.claim_length ?? 0)],
     df: (l) => Number(df[l] ?? 0),
   };
+}
+
+/** The row of a query's analysis (its words, statistics and index versions): one named statement of its columns. */
+export async function analysisRow(em: EntityManager, columns: Sql): Promise<Record<string, unknown>> {
+  return (await prepared<Record<string, unknown>>(em, sql`select ${columns}`))[0] ?? {};
 }

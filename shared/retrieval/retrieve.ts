@@ -1,10 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { prepared, sql, type Sql } from '../db/sql.ts';
+import { sql, type Sql } from '../db/sql.ts';
 import { AccountIndex, type Filter, type Hit, type QueryWord, type SearchResult } from './account-index.ts';
 import { CLAIM, MESSAGE, RECORD } from './bm25.ts';
 import type { Boundary } from './boundary.ts';
 import { candidateDoc, fallbackCandidates, fetchCandidates, fetchHits, type Candidate } from './candidates.ts';
-import { fallbackStatistics, nearSpellings } from './candidates.queries.ts';
+import { analysisRow, fallbackStatistics, nearSpellings } from './candidates.queries.ts';
 import { rank, type Ranked, type Scored, type Strategy } from './ranking.ts';
 import type { SearchIndex } from './search-index.ts';
 import { memoryVersion, recordVersion } from './search-index.queries.ts';
@@ -153,7 +153,7 @@ export async function retrieve(
     const ranked = rank(cands.map((c) => ({ cand: c, score: 1 })), strategy);
     return { ranked, semantic: 'off', candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
   }
-  const row = opts.analyzed?.row ?? (await prepared<Record<string, unknown>>(em, sql`select ${reading.columns}`))[0] ?? {};
+  const row = opts.analyzed?.row ?? (await analysisRow(em, reading.columns));
   const a = reading.read(row);
   // The question is embedded while the copy is checked (accuracy, with an embeddings provider).
   const embedder = plan.semantic ? opts.index?.embedder : null;

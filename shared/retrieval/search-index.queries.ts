@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound, sql, type Sql } from '../db/sql.ts';
 import { fromBytes } from './embeddings.ts';
-import { RECORD_LENGTH } from './terms.ts';
+import { RECORD_LENGTH } from './terms.queries.ts';
 
 // The statements that load the API's in-memory search index copies; search-index.ts decides when.
 

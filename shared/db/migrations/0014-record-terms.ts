@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * An impact index for the full-text first stage over source records (shared/retrieval/terms.ts).
+ * An impact index for the full-text first stage over source records (shared/retrieval/terms.queries.ts).
  * record_term holds, per source, batch of records and lexeme, the records containing the lexeme and
  * each one's precomputed share of ts_rank (cairn_term_impact), so a query sums impacts from a few
  * rows instead of fetching and ranking every matching record. Rows go in with the records (same
@@ -32,7 +32,7 @@ export class Migration0014RecordTerms extends Migration {
     this.addSql('create index record_term_lexeme_idx on record_term(account_id, lexeme);');
     this.addSql('create index record_term_source_idx on record_term(source_id);');
     // Records stored before this migration, grouped per source and 2,000 records as ingest groups them
-    // (shared/retrieval/terms.ts; written out here because a migration must not change later).
+    // (shared/retrieval/terms.queries.ts; written out here because a migration must not change later).
     this.addSql(`insert into record_term (account_id, source_id, lexeme, record_ids, impacts)
       select r.account_id, r.source_id, u.lexeme, array_agg(r.id),
              array_agg(cairn_term_impact(coalesce(array_length(u.positions, 1), 1), l.len))
