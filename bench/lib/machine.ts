@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { promisify } from 'node:util';
@@ -109,20 +110,58 @@ export async function treeCpuMs<K extends string>(roots: Record<K, number | unde
 
 const TICK_MS = 10; // /proc counts in USER_HZ ticks: 100 per second
 
-/**
- * Peak resident memory (VmHWM) of a process tree in MB: the root plus each live descendant (a worker
- * and its extraction processes). The peaks may not have coincided, so this bounds the tree's peak from above.
- */
-export async function treePeakRssMb(root: number): Promise<number> {
-  const children = childrenOf(await processTable());
-  let kb = 0;
-  for (const pids = [root]; pids.length > 0;) {
-    const pid = pids.pop()!;
-    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    kb += Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
-    pids.push(...(children.get(pid) ?? []));
+/** A read of /proc, or `fallback` when the process ended meanwhile. */
+function readOr<T>(read: () => T, fallback: T): T {
+  try {
+    return read();
+  } catch {
+    return fallback;
   }
-  return kb / 1024;
+}
+
+/** A process and its descendants, from /proc/<pid>/task/<tid>/children (each thread's children). */
+function treeOf(root: number): number[] {
+  const pids: number[] = [];
+  for (const stack = [root]; stack.length > 0;) {
+    const pid = stack.pop()!;
+    pids.push(pid);
+    for (const tid of readOr(() => readdirSync(`/proc/${pid}/task`), [])) {
+      for (const kid of readOr(() => readFileSync(`/proc/${pid}/task/${tid}/children`, 'latin1'), '').split(' ')) if (kid.trim()) stack.push(Number(kid));
+    }
+  }
+  return pids;
+}
+
+const statusKb = (pid: number, field: 'VmRSS' | 'VmHWM'): number =>
+  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readOr(() => readFileSync(`/proc/${pid}/status`, 'latin1'), ''))?.[1] ?? 0);
+
+/**
+ * Watches the resident memory of a process tree (a worker and its extraction processes) every
+ * `everyMs`, with synchronous reads of /proc (microseconds each). `stop()` gives the peak of the
+ * tree's sum at one moment, and the sum of each process's own peak (VmHWM, kept for processes that
+ * ended meanwhile): the first is what the machine needed, the second bounds it from above.
+ */
+export function watchTreeRss(root: number, everyMs = 100): { stop(): { peakOfSumMb: number; sumOfPeaksMb: number } } {
+  const peaks = new Map<number, number>();
+  let peakOfSum = 0;
+  const sample = () => {
+    let sum = 0;
+    for (const pid of treeOf(root)) {
+      sum += statusKb(pid, 'VmRSS');
+      const hwm = statusKb(pid, 'VmHWM');
+      if (hwm > (peaks.get(pid) ?? 0)) peaks.set(pid, hwm);
+    }
+    peakOfSum = Math.max(peakOfSum, sum);
+  };
+  sample();
+  const timer = setInterval(sample, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return { peakOfSumMb: peakOfSum / 1024, sumOfPeaksMb: [...peaks.values()].reduce((a, b) => a + b, 0) / 1024 };
+    },
+  };
 }
 
 function childrenOf(procs: Map<number, ProcessRow>): Map<number, number[]> {
