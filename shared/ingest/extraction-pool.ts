@@ -115,10 +115,9 @@ function valueOf<T>(result: TaskResult<T>): T {
   return result.value;
 }
 
-export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPool {
-  const cpuMs = opts.cpuSeconds * 1000;
-  const memoryBytes = opts.memoryMb * 1_048_576;
-  const pool = new Tinypool({
+/** tinypool's processes, one task at a time each. */
+function processPool(opts: ExtractionPoolOptions): Tinypool {
+  return new Tinypool({
     filename: new URL('./extraction-process.ts', import.meta.url).href,
     runtime: 'child_process',
     // Structured clone over the IPC channel: bytes and records travel without JSON.
@@ -137,7 +136,52 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
     maxMemoryLimitBeforeRecycle: 64 * 1_048_576,
     env: process.env as Record<string, string>,
   });
+}
 
+const overTime = (opts: ExtractionPoolOptions) => `exceeded its time limit of ${opts.cpuSeconds} s of CPU`;
+
+/**
+ * Watches the process `pid` that started a task: lowers its priority, and calls `stop` with the limit
+ * it went over, from its CPU time and resident memory sampled every SAMPLE_MS.
+ */
+function watchProcess(pid: number, opts: ExtractionPoolOptions, stop: (why: string) => void) {
+  const cpuMs = opts.cpuSeconds * 1000;
+  if (opts.nice) {
+    try {
+      os.setPriority(pid, opts.nice);
+    } catch (err) {
+      opts.logger?.debug({ err, pid }, 'extraction process priority not lowered');
+    }
+  }
+  let base: number | null = null;
+  let lastRss = 0;
+  let stopped = false;
+  const sample = async () => {
+    const usage = await usageOf(pid);
+    if (!usage || stopped) return;
+    base ??= usage.cpuMs;
+    lastRss = usage.rssBytes;
+    if (usage.cpuMs - base > cpuMs) stop(overTime(opts));
+    else if (usage.rssBytes > opts.memoryMb * 1_048_576) stop(`exceeded its memory limit of ${opts.memoryMb} MB`);
+  };
+  void sample();
+  const timer = setInterval(() => void sample(), SAMPLE_MS);
+  // Queued time does not count: the backstop starts with the work. CPU time never exceeds wall time
+  // on one core, so this only fires where sampling does not work.
+  const backstop = setTimeout(() => stop(overTime(opts)), cpuMs * 4 + 10_000);
+  return {
+    lastRssBytes: () => lastRss,
+    dispose() {
+      stopped = true;
+      clearInterval(timer);
+      clearTimeout(backstop);
+    },
+  };
+}
+
+export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPool {
+  const memoryBytes = opts.memoryMb * 1_048_576;
+  const pool = processPool(opts);
   const slots = fairSlots(opts.processes);
   async function run<T>(accountId: string, task: ExtractionTask): Promise<T> {
     await slots.acquire(accountId);
@@ -151,41 +195,17 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
   async function runNow<T>(task: ExtractionTask): Promise<T> {
     const abort = new AbortController();
     let exceeded: string | null = null;
-    let lastRss = 0;
-    let watch: NodeJS.Timeout | undefined;
-    let backstop: NodeJS.Timeout | undefined;
+    let watch: ReturnType<typeof watchProcess> | undefined;
     const stop = (why: string) => {
       exceeded ??= why;
       abort.abort();
     };
-    const overTime = `exceeded its time limit of ${opts.cpuSeconds} s of CPU`;
     const parts = partsReceiver();
     const channel = {
       postMessage(message: unknown) {
         if (parts.take(message)) return;
         const pid = (message as Partial<StartedMessage> | null)?.cairnExtractionStarted;
-        if (typeof pid !== 'number' || watch) return;
-        if (opts.nice) {
-          try {
-            os.setPriority(pid, opts.nice);
-          } catch (err) {
-            opts.logger?.debug({ err, pid }, 'extraction process priority not lowered');
-          }
-        }
-        let base: number | null = null;
-        const sample = async () => {
-          const usage = await usageOf(pid);
-          if (!usage || exceeded) return;
-          base ??= usage.cpuMs;
-          lastRss = usage.rssBytes;
-          if (usage.cpuMs - base > cpuMs) stop(overTime);
-          else if (usage.rssBytes > memoryBytes) stop(`exceeded its memory limit of ${opts.memoryMb} MB`);
-        };
-        void sample();
-        watch = setInterval(() => void sample(), SAMPLE_MS);
-        // Queued time does not count: the backstop starts with the work. CPU time never exceeds wall
-        // time on one core, so this only fires where sampling does not work.
-        backstop = setTimeout(() => stop(overTime), cpuMs * 4 + 10_000);
+        if (typeof pid === 'number' && !watch) watch = watchProcess(pid, opts, stop);
       },
     };
     try {
@@ -196,15 +216,15 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       if (exceeded) throw new ExtractionError('limit', `Extraction ${exceeded}.`);
       // The process died by itself: V8 stops at --max-old-space-size; anything else is a crash.
       if (err instanceof Error && /exited unexpectedly/.test(err.message)) {
-        opts.logger?.warn({ err, lastRssBytes: lastRss, kind: task.kind }, 'extraction process ended unexpectedly');
-        throw lastRss > memoryBytes / 2
+        const lastRssBytes = watch?.lastRssBytes() ?? 0;
+        opts.logger?.warn({ err, lastRssBytes, kind: task.kind }, 'extraction process ended unexpectedly');
+        throw lastRssBytes > memoryBytes / 2
           ? new ExtractionError('limit', `Extraction exceeded its memory limit of ${opts.memoryMb} MB.`)
           : new ExtractionError('corrupt', 'The file could not be processed: its extraction ended unexpectedly.');
       }
       throw err;
     } finally {
-      clearInterval(watch);
-      clearTimeout(backstop);
+      watch?.dispose();
     }
   }
 
