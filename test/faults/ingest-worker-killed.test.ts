@@ -60,7 +60,7 @@ const recordCount = async (id: string) =>
   Number((await db.orm.em.fork().getConnection().execute<{ n: string }[]>('select count(*) as n from record where source_id = ?', [id]))[0]!.n);
 
 describe('a worker killed in the middle of an ingest job', () => {
-  it('is replaced, and the job still ends with exactly one set of records', { timeout: 180_000 }, async () => {
+  it('is replaced, and the job still ends with exactly one set of records', { timeout: 300_000 }, async () => {
     const first = spawnWorker(db.url, taskQueue);
     workers.push(first);
     const crashed = await submit(`crash-${randomUUID()}`);

@@ -71,8 +71,11 @@ export async function activityRuns(handle: WorkflowHandle): Promise<Record<strin
   return out;
 }
 
-/** Waits until an activity of this type has been picked up by a worker (pending and no longer scheduled). */
-export async function waitForRunningActivity(handle: WorkflowHandle, activityType: string, timeoutMs = 60_000): Promise<void> {
+/**
+ * Waits until an activity of this type has been picked up by a worker (pending and no longer scheduled):
+ * up to two minutes, as a worker started on a loaded machine first bundles its workflows.
+ */
+export async function waitForRunningActivity(handle: WorkflowHandle, activityType: string, timeoutMs = 120_000): Promise<void> {
   await expect.poll(async () => {
     const d = await handle.describe().catch(() => null);
     // state 1 = PENDING_ACTIVITY_STATE_SCHEDULED: not yet picked up.
