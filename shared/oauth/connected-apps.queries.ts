@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound, sql, type Sql } from '../db/sql.ts';
-import type { ConnectedAppScope } from './connected-apps.ts';
+import type { ConnectedAppScope } from './scopes.ts';
 
 // The connected applications' statements (oauth_connected_app: one row per client registration an
 // account connected); what an application is and who may change it is in connected-apps.ts.

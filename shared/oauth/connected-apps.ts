@@ -9,10 +9,9 @@ import {
   type RegistrationRow,
 } from './connected-apps.queries.ts';
 import { deleteClientPayloads } from './payload.queries.ts';
+import { CONNECTED_APP_SCOPES, type ConnectedAppScope } from './scopes.ts';
 
-/** The effective scopes a user can give a connected application (spec 5, MCP OAuth). */
-export const CONNECTED_APP_SCOPES = ['memory.read', 'memory.write'] as const;
-export type ConnectedAppScope = (typeof CONNECTED_APP_SCOPES)[number];
+export { CONNECTED_APP_SCOPES, type ConnectedAppScope } from './scopes.ts';
 
 /**
  * What an authorization request that names none of the scopes above asks for (no `scope`, or only

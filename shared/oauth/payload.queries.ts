@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AdapterPayload } from 'oidc-provider';
 import type { AccountState } from '../db/entities/index.ts';
 import { bound, prepared, sql } from '../db/sql.ts';
-import type { ConnectedAppScope } from './connected-apps.ts';
+import type { ConnectedAppScope } from './scopes.ts';
 
 // The authorization server's stored models (oauth_payload: clients, grants, codes, tokens, sessions),
 // keyed by kind and the digest of the instance id; adapter.ts decides what is stored.
