@@ -153,7 +153,7 @@ export const ingest: Benchmark = {
     await waitAll([await submit(big)], 900_000);
     const bigSeconds = (performance.now() - t) / 1000;
     const { peakOfSumMb: peak, sumOfPeaksMb } = watch.stop();
-    // What the worker keeps once the file is done: an extraction process that grew for it is replaced.
+    // What the worker and its extraction processes keep once the file is done.
     await sleep(5000);
     const afterRss = watchTreeRss(bigWorker.pid!).stop().peakOfSumMb;
     bigWorker.kill('SIGTERM');

@@ -130,10 +130,10 @@ function processPool(opts: ExtractionPoolOptions): Tinypool {
     idleTimeout: 60_000,
     // The V8 heap stops at the limit too (the process dies with it); the sampling also sees buffers.
     execArgv: [`--max-old-space-size=${opts.memoryMb}`],
-    // A process whose heap holds more than 64 MB after a task (after a large document's; the bench
-    // corpus's files leave it under) is replaced rather than reused: V8 keeps the pages it grew to, so
-    // one 50 MB file would otherwise leave an idle process of over 500 MB resident beside the worker.
-    maxMemoryLimitBeforeRecycle: 64 * 1_048_576,
+    // A process that kept a large heap after a task is replaced rather than reused. Not lower: heapUsed
+    // includes garbage not yet collected, so ordinary documents cross 64 MB, and tinypool holds a task's
+    // result until its process is replaced (30 small files took 9 to 24 s instead of 4 to 5).
+    maxMemoryLimitBeforeRecycle: (opts.memoryMb * 1_048_576) / 2,
     env: process.env as Record<string, string>,
   });
 }
