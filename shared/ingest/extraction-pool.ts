@@ -155,12 +155,14 @@ function watchProcess(pid: number, opts: ExtractionPoolOptions, stop: (why: stri
   }
   let base: number | null = null;
   let lastRss = 0;
+  let peakRss = 0;
   let stopped = false;
   const sample = async () => {
     const usage = await usageOf(pid);
     if (!usage || stopped) return;
     base ??= usage.cpuMs;
     lastRss = usage.rssBytes;
+    peakRss = Math.max(peakRss, lastRss);
     if (usage.cpuMs - base > cpuMs) stop(overTime(opts));
     else if (usage.rssBytes > opts.memoryMb * 1_048_576) stop(`exceeded its memory limit of ${opts.memoryMb} MB`);
   };
@@ -171,6 +173,7 @@ function watchProcess(pid: number, opts: ExtractionPoolOptions, stop: (why: stri
   const backstop = setTimeout(() => stop(overTime(opts)), cpuMs * 4 + 10_000);
   return {
     lastRssBytes: () => lastRss,
+    peakRssBytes: () => peakRss,
     dispose() {
       stopped = true;
       clearInterval(timer);
@@ -225,6 +228,12 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       throw err;
     } finally {
       watch?.dispose();
+      // V8 keeps the pages a process grew to: after a large document (a 50 MB file took one to 580 MB)
+      // the idle process would hold them beside the worker storing that document's records. OCR
+      // processes stay: their recogniser is worth keeping, and they run in batches.
+      if (task.kind !== 'ocr' && (watch?.peakRssBytes() ?? 0) > memoryBytes / 2) {
+        pool.recycleWorkers().catch((err: unknown) => opts.logger?.warn({ err }, 'extraction processes not replaced'));
+      }
     }
   }
 

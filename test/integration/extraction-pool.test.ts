@@ -98,6 +98,23 @@ describe('extraction processes', () => {
     expect(there).toEqual(here);
   });
 
+  it('keep a process after a small document, and replace one that grew past half its memory limit', async () => {
+    const before = await childrenOf(process.pid);
+    const pool = poolWith({ memoryMb: 600 });
+    const runners = async () => (await childrenOf(process.pid)).filter((p) => !before.includes(p));
+    const small = Buffer.from('# Kestrel\n\nKestrel launched in 2024 under Ana Smith.');
+    await build(pool, small, 'text/markdown');
+    const [first] = await runners();
+    await build(pool, small, 'text/markdown');
+    expect(await runners()).toEqual([first]);
+    // About 390 MB resident while it builds this, over 300 MB (half of 600 MB).
+    await pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', bytes: Buffer.from('Paragraph one.\n\n'.repeat(300_000)), contentType: 'text/plain', crossSiteRedirect: false });
+    for (let i = 0; i < 50 && (await alive(first!)); i++) await sleep(100);
+    expect(await alive(first!)).toBe(false);
+    await build(pool, small, 'text/markdown');
+    expect((await runners()).length).toBe(1);
+  });
+
   it('carry a refusal across the process boundary as the ExtractionError it was', async () => {
     const pool = poolWith({});
     await expect(pool.check('account-a', Buffer.from('%PDF-1.7 not markdown'), 'text/markdown')).rejects.toMatchObject({ reason: 'type_mismatch' });
