@@ -29,6 +29,15 @@ export function taskQueuesFor(base: string) {
   return { memory: `${base}-memory`, ingest: `${base}-ingest`, maintenance: base } as const;
 }
 export type Workload = keyof ReturnType<typeof taskQueuesFor>;
+/** One execution per id, ever: a start joins the running one, and never reruns a finished one. */
+const ONCE = { workflowIdConflictPolicy: 'USE_EXISTING', workflowIdReusePolicy: 'REJECT_DUPLICATE' } as const;
+
+/** A start refused because an execution with its id finished: it already ran, nothing to start. */
+function alreadyRan(err: unknown): null {
+  if ((err as { name?: string }).name === 'WorkflowExecutionAlreadyStartedError') return null;
+  throw err;
+}
+
 export const selfCheckWorkflowId = (checkId: string) => `selfcheck-${checkId}`;
 
 export async function runSelfCheck(
@@ -86,13 +95,8 @@ export async function startIngestJob(
       { key: CAIRN_KIND, value: `ingest-${job.kind}` },
       ...(job.contentType ? [{ key: CAIRN_CONTENT_TYPE, value: job.contentType }] : []),
     ],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
-  }).catch((err: unknown) => {
-    // A finished execution with this id means the job already ran: nothing to start.
-    if ((err as { name?: string }).name === 'WorkflowExecutionAlreadyStartedError') return null;
-    throw err;
-  });
+    ...ONCE,
+  }).catch(alreadyRan);
 }
 
 export const sourceDeletionWorkflowId = (jobId: string) => `source-deletion-${jobId}`;
@@ -103,12 +107,8 @@ export async function startSourceDeletion(client: Client, taskQueue: string, job
     workflowId: sourceDeletionWorkflowId(job.id),
     args: [{ jobId: job.id }],
     typedSearchAttributes: [{ key: CAIRN_ACCOUNT, value: job.accountId }, { key: CAIRN_KIND, value: 'source-deletion' }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
-  }).catch((err: unknown) => {
-    if ((err as { name?: string }).name === 'WorkflowExecutionAlreadyStartedError') return null;
-    throw err;
-  });
+    ...ONCE,
+  }).catch(alreadyRan);
 }
 
 export const memoryBatchWorkflowId = (batchId: string) => `memory-batch-${batchId}`;
@@ -126,8 +126,7 @@ export async function startMemoryBatch(client: Client, taskQueue: string, batchI
     workflowId: memoryBatchWorkflowId(batchId),
     args: [{ batchId, eventIds }],
     typedSearchAttributes: [{ key: CAIRN_KIND, value: 'memory-batch' }, { key: CAIRN_EVENT_IDS, value: eventIds }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    ...ONCE,
   });
 }
 
