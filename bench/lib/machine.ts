@@ -132,8 +132,12 @@ function treeOf(root: number): number[] {
   return pids;
 }
 
-const statusKb = (pid: number, field: 'VmRSS' | 'VmHWM'): number =>
-  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readOr(() => readFileSync(`/proc/${pid}/status`, 'latin1'), ''))?.[1] ?? 0);
+/** Resident memory now and at its peak (kB) of a process, from one read of /proc/<pid>/status (0 when gone). */
+function residentKb(pid: number): { rss: number; hwm: number } {
+  const status = readOr(() => readFileSync(`/proc/${pid}/status`, 'latin1'), '');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
 
 /**
  * Watches the resident memory of a process tree (a worker and its extraction processes) every
@@ -147,8 +151,8 @@ export function watchTreeRss(root: number, everyMs = 100): { stop(): { peakOfSum
   const sample = () => {
     let sum = 0;
     for (const pid of treeOf(root)) {
-      sum += statusKb(pid, 'VmRSS');
-      const hwm = statusKb(pid, 'VmHWM');
+      const { rss, hwm } = residentKb(pid);
+      sum += rss;
       if (hwm > (peaks.get(pid) ?? 0)) peaks.set(pid, hwm);
     }
     peakOfSum = Math.max(peakOfSum, sum);
