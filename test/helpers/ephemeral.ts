@@ -44,10 +44,21 @@ function ephemeralStart(): number {
 export async function freePort(): Promise<number> {
   const start = ephemeralStart();
   for (let tries = 0; start > LOWEST + 1000 && tries < 20; tries++) {
-    const port = await probe(LOWEST + randomInt(start - LOWEST)).catch(() => undefined);
-    if (port) return port;
+    const candidate = LOWEST + randomInt(start - LOWEST);
+    // A port handed out before may not be bound yet (npm start binds its five ports one by one): it is
+    // free to the probe, and two draws once gave the API and the Temporal server the same port.
+    if (handedOut.has(candidate)) continue;
+    const port = await probe(candidate).catch(() => undefined);
+    if (port) return handOut(port);
   }
-  return probe(0);
+  return handOut(await probe(0));
+}
+
+/** Ports this process handed out: never twice. */
+const handedOut = new Set<number>();
+function handOut(port: number): number {
+  handedOut.add(port);
+  return port;
 }
 
 export type Scratch<T> = T & { source: 'env' | 'embedded'; stop(): Promise<void> };
