@@ -5,7 +5,7 @@
  * the same document always gives the same records in the same order.
  */
 import type { ExtractedDocument, Section } from './extract/index.ts';
-import { entitySpans, sentenceSpans, trimSpan, type EntitySpan, type Span } from './extract/sentences.ts';
+import { eachSentence, entitySpans, trimSpan, type EntitySpan, type Span } from './extract/sentences.ts';
 
 export type Excerpt = { kind: 'excerpt'; text: string; start: number; end: number; sectionPath: string[]; page?: number };
 export type Fact = {
@@ -73,8 +73,11 @@ function bodyStart(text: string, s: Section): number {
 
 // --- excerpts ----------------------------------------------------------------------------------
 
-function splitBy(text: string, span: Span, re: RegExp): Span[] {
-  const out: Span[] = [];
+// The splitters hand their pieces to a visitor as they find them: a large document's lines and
+// sentences never sit in arrays of their own before they are merged into excerpts.
+type Visit = (s: Span) => void;
+
+function splitBy(text: string, span: Span, re: RegExp, visit: Visit) {
   let from = span.start;
   re.lastIndex = span.start;
   for (let m = re.exec(text); m && m.index < span.end; m = re.exec(text)) {
@@ -83,17 +86,15 @@ function splitBy(text: string, span: Span, re: RegExp): Span[] {
       continue;
     }
     const s = trimSpan(text, from, m.index);
-    if (s) out.push(s);
     from = m.index + m[0].length;
+    if (s) visit(s);
   }
   const s = trimSpan(text, from, span.end);
-  if (s) out.push(s);
-  return out;
+  if (s) visit(s);
 }
 
 /** Cuts a long run of text at whitespace (or hard, never inside a surrogate pair). */
-function cutWords(text: string, span: Span, max: number): Span[] {
-  const out: Span[] = [];
+function cutWords(text: string, span: Span, max: number, visit: Visit) {
   let from = span.start;
   while (span.end - from > max) {
     let cut = from + max;
@@ -106,59 +107,54 @@ function cutWords(text: string, span: Span, max: number): Span[] {
       if (c >= 0xd800 && c <= 0xdbff) cut--;
     }
     const s = trimSpan(text, from, cut);
-    if (s) out.push(s);
+    if (s) visit(s);
     from = cut;
     while (from < span.end && /\s/.test(text[from]!)) from++;
   }
   const s = trimSpan(text, from, span.end);
-  if (s) out.push(s);
-  return out;
+  if (s) visit(s);
 }
 
 /** Units no longer than max, split at paragraph, then line, then sentence, then word boundaries. */
-function units(text: string, span: Span, max: number, level: number, out: Span[]) {
+function units(text: string, span: Span, max: number, level: number, visit: Visit) {
   if (span.end - span.start <= max) {
-    out.push(span);
+    visit(span);
     return;
   }
-  let pieces: Span[];
-  if (level === 0) pieces = splitBy(text, span, /\n[ \t]*\n\s*/g);
-  else if (level === 1) pieces = splitBy(text, span, /\n/g);
-  else if (level === 2) pieces = sentenceSpans(text, span.start, span.end, 'never');
-  else pieces = cutWords(text, span, max);
   if (level >= 3) {
-    out.push(...pieces);
+    cutWords(text, span, max, visit);
     return;
   }
-  if (pieces.length <= 1) {
-    units(text, pieces[0] ?? span, max, level + 1, out);
-    return;
-  }
-  for (const p of pieces) units(text, p, max, level + 1, out);
+  let pieces = 0;
+  const next = (p: Span) => {
+    pieces++;
+    units(text, p, max, level + 1, visit);
+  };
+  if (level === 0) splitBy(text, span, /\n[ \t]*\n\s*/g, next);
+  else if (level === 1) splitBy(text, span, /\n/g, next);
+  else eachSentence(text, span.start, span.end, 'never', next);
+  if (pieces === 0) units(text, span, max, level + 1, visit);
 }
 
-function excerptsOf(text: string, s: Section, max: number): Excerpt[] {
+/** Appends the excerpts of section `s` to `out`: its units, merged while they fit in `max`. */
+function excerptsOf(text: string, s: Section, max: number, out: Excerpt[]) {
   const span = trimSpan(text, s.start, s.end);
-  if (!span) return [];
-  const parts: Span[] = [];
-  units(text, span, max, 0, parts);
-  const out: Excerpt[] = [];
+  if (!span) return;
   let cur: Span | null = null;
   const emit = (c: Span) => {
     const e: Excerpt = { kind: 'excerpt', text: text.slice(c.start, c.end), start: c.start, end: c.end, sectionPath: s.path };
     if (s.page !== undefined) e.page = s.page;
     out.push(e);
   };
-  for (const u of parts) {
+  units(text, span, max, 0, (u) => {
     if (cur && u.end - cur.start <= max) {
       cur.end = u.end;
     } else {
       if (cur) emit(cur);
       cur = { start: u.start, end: u.end };
     }
-  }
+  });
   if (cur) emit(cur);
-  return out;
 }
 
 // --- facts -------------------------------------------------------------------------------------
@@ -289,21 +285,22 @@ export function buildRecords(doc: ExtractedDocument, opts?: BuildRecordsOptions)
   };
   const prose = (span: Span, path: string[], fallbackSubject: string | null) => {
     if (full()) return; // nothing more would be kept: skip the sentence work
-    for (const whole of sentenceSpans(text, span.start, span.end, lineBreaks)) {
-      if (full()) return;
+    eachSentence(text, span.start, span.end, lineBreaks, (whole) => {
+      if (full()) return false;
       // A list marker is not part of the statement.
       const marker = LIST_MARKER.exec(text.slice(whole.start, Math.min(whole.end, whole.start + 8)));
       const s = marker ? { start: whole.start + marker[0].length, end: whole.end } : whole;
-      if (s.end <= s.start) continue;
+      if (s.end <= s.start) return true;
       const sentence = text.slice(s.start, s.end);
       const entities = s.end - s.start <= MAX_SENTENCE_FOR_ENTITIES ? entitySpans(text, s.start, s.end) : [];
       if (isFactSentence(sentence, entities)) addFact(s, subjectOf(sentence, s.start, entities) ?? fallbackSubject, path);
       addEntityLinks(s, entities);
-    }
+      return true;
+    });
   };
 
   for (const s of partition(doc)) {
-    excerpts.push(...excerptsOf(text, s, max));
+    excerptsOf(text, s, max, excerpts);
     if (doc.structureOnly) continue;
     const body = { start: bodyStart(text, s), end: s.end };
     if (body.end <= body.start) continue;

@@ -38,11 +38,25 @@ const BULLET = /^[ \t]*(?:[-*+•‣◦▪]|\d{1,3}[.)])[ \t]/;
  * (structured text: JSON statements, table rows, code) or, for 'bullets', when the next line starts
  * with a list marker or the line ends with a colon.
  */
-export function sentenceSpans(text: string, start: number, end: number, lineBreaks: 'always' | 'bullets' | 'never'): Span[] {
+export function sentenceSpans(text: string, start: number, end: number, lineBreaks: LineBreaks): Span[] {
   const out: Span[] = [];
+  eachSentence(text, start, end, lineBreaks, (s) => {
+    out.push(s);
+  });
+  return out;
+}
+
+export type LineBreaks = 'always' | 'bullets' | 'never';
+
+/**
+ * The spans of sentenceSpans() handed to `visit` one by one, in order, until it returns false: a large
+ * document's hundreds of thousands of sentences never sit in one array.
+ */
+export function eachSentence(text: string, start: number, end: number, lineBreaks: LineBreaks, visit: (s: Span) => boolean | void): void {
+  let stopped = false;
   const push = (a: number, b: number) => {
     const s = trimSpan(text, a, b);
-    if (s) out.push(s);
+    if (s && visit(s) === false) stopped = true;
   };
   let from = start;
   // A run of terminators (and closing quotes) is matched whole and then checked for the whitespace
@@ -50,7 +64,7 @@ export function sentenceSpans(text: string, start: number, end: number, lineBrea
   // long run of dots).
   const re = /[.!?…]+["'”’)\]]*|\n/g;
   re.lastIndex = start;
-  for (let m = re.exec(text); m && m.index < end; m = re.exec(text)) {
+  for (let m = re.exec(text); m && m.index < end && !stopped; m = re.exec(text)) {
     const at = m.index;
     const stop = Math.min(at + m[0].length, end);
     if (m[0] !== '\n' && at + m[0].length < text.length && !isSpace(text[at + m[0].length])) continue;
@@ -75,8 +89,7 @@ export function sentenceSpans(text: string, start: number, end: number, lineBrea
     push(from, stop);
     from = stop;
   }
-  push(from, end);
-  return out;
+  if (!stopped) push(from, end);
 }
 
 const CONNECTORS = new Set(['of', 'de', 'da', 'del', 'der', 'van', 'von', 'la', 'le', 'du']);
