@@ -28,12 +28,33 @@ export function decideQuarantine(
   if (fetch?.crossSiteRedirect) {
     return { quarantine: true, reason: 'The URL redirected to another site; review that the content belongs to this source.' };
   }
-  // Mostly instructions aimed at a model, and nothing factual besides them.
-  const sentences = doc.text.split(/(?<=[.!?])\s+|\n+/).map((s) => s.trim()).filter((s) => s.length > 3);
-  const instructions = sentences.filter(looksLikeInstruction).length;
-  const factual = records.facts.filter((f) => !looksLikeInstruction(f.text)).length;
-  if (sentences.length > 0 && instructions / sentences.length >= 0.6 && factual === 0) {
+  // Mostly instructions aimed at a model, and nothing factual besides them. One factual record decides
+  // it: then the sentences of the text are not read at all.
+  if (records.facts.some((f) => !looksLikeInstruction(f.text))) return { quarantine: false };
+  let sentences = 0;
+  let instructions = 0;
+  eachPiece(doc.text, /(?<=[.!?])\s+|\n+/g, (piece) => {
+    const s = piece.trim();
+    if (s.length <= 3) return;
+    sentences++;
+    if (looksLikeInstruction(s)) instructions++;
+  });
+  if (sentences > 0 && instructions / sentences >= 0.6) {
     return { quarantine: true, reason: 'The content consists mostly of instructions aimed at an AI model.' };
   }
   return { quarantine: false };
+}
+
+/**
+ * The pieces text.split(separator) gives, one at a time (a large text's sentences never sit in one
+ * array). `separator` is global and never matches the empty string.
+ */
+function eachPiece(text: string, separator: RegExp, visit: (piece: string) => void) {
+  let from = 0;
+  separator.lastIndex = 0;
+  for (let m = separator.exec(text); m; m = separator.exec(text)) {
+    visit(text.slice(from, m.index));
+    from = m.index + m[0].length;
+  }
+  visit(text.slice(from));
 }
