@@ -18,7 +18,8 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(canonical(value));
 }
 
-const HASH_PIECE_CHARS = 1 << 20;
+/** Small enough that each piece's normalized copies are young objects, freed by the next scavenge. */
+const HASH_PIECE_CHARS = 1 << 15;
 
 /**
  * sha256 (hex) of the text with whitespace collapsed and trimmed (and Unicode NFC), for deduplication.
