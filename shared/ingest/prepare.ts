@@ -17,7 +17,7 @@ import {
 import { lexiconWords } from './lexicon.ts';
 import { decideQuarantine, type QuarantineDecision } from './quarantine.ts';
 import { contentHash } from '../hash.ts';
-import { buildRecords } from './records.ts';
+import { buildRecords, type Link, type RecordSet } from './records.ts';
 
 /** Above about 384 KB of text a dry run previews document structure only (spec section 8). */
 export const PREVIEW_TEXT_LIMIT = 384_000;
@@ -107,36 +107,51 @@ export async function prepareSource(input: {
   if (stored > bounds.maxStoredChars) {
     throw overLimit(`it expands to ${stored.toLocaleString('en-US')} characters of text and records, more than ${bounds.maxStoredChars.toLocaleString('en-US')} for its size`);
   }
-  const rows = [
-    ...records.excerpts.map((r) => ({ ...r, subject: null, linkType: null, from: null, to: null })),
-    ...records.facts.map((r) => ({ ...r, linkType: null, from: null, to: null })),
-    ...records.links.map((r) => ({ ...r, sectionPath: [] as string[], subject: null })),
-  ].map((r): RecordRow => ({
-    id: deterministicUuid(`${input.jobId}:${r.kind}:${r.start}:${r.end}:${'to' in r && r.to ? r.to : ''}:${'from' in r && r.from ? r.from : ''}`),
-    kind: r.kind,
-    text: r.text,
-    start_offset: r.start,
-    end_offset: r.end,
-    section_path: r.sectionPath,
-    // Every record of a paged document cites the page it starts on.
-    page: pageAt(r.start),
-    subject: r.subject ?? null,
-    link_type: 'linkType' in r ? r.linkType : null,
-    link_from: 'from' in r ? r.from : null,
-    link_to: 'to' in r ? r.to : null,
-    content_hash: contentHash(r.text),
-  }));
+  const rows = rowsOf(input.jobId, records, pageAt);
   return {
     title: doc.title,
     text: doc.text,
     textHash: contentHash(doc.text),
     sections: doc.sections,
-    // Two records of one span and kind are one record.
-    rows: [...new Map(rows.map((r) => [r.id, r])).values()],
+    rows,
     counts,
     quarantine: decideQuarantine(doc, records, { crossSiteRedirect: input.crossSiteRedirect }),
     words: lexiconWords(records.excerpts.map((e) => e.text)),
   };
+}
+
+/**
+ * The rows of a source's records, built in one pass (no intermediate copies of every record). Two
+ * records of one span and kind are one record: the later one, in the place of the first.
+ */
+function rowsOf(jobId: string, records: RecordSet, pageAt: (offset: number) => number | null): RecordRow[] {
+  const rows: RecordRow[] = [];
+  const indexOf = new Map<string, number>();
+  const add = (r: { kind: string; text: string; start: number; end: number }, sectionPath: string[], subject: string | null, link: Link | null) => {
+    const id = deterministicUuid(`${jobId}:${r.kind}:${r.start}:${r.end}:${link?.to || ''}:${link?.from || ''}`);
+    const row: RecordRow = {
+      id,
+      kind: r.kind,
+      text: r.text,
+      start_offset: r.start,
+      end_offset: r.end,
+      section_path: sectionPath,
+      // Every record of a paged document cites the page it starts on.
+      page: pageAt(r.start),
+      subject,
+      link_type: link ? link.linkType : null,
+      link_from: link ? link.from : null,
+      link_to: link ? link.to : null,
+      content_hash: contentHash(r.text),
+    };
+    const at = indexOf.get(id);
+    if (at === undefined) indexOf.set(id, rows.push(row) - 1);
+    else rows[at] = row;
+  };
+  for (const e of records.excerpts) add(e, e.sectionPath, null, null);
+  for (const f of records.facts) add(f, f.sectionPath, f.subject ?? null, null);
+  for (const l of records.links) add(l, [], null, l);
+  return rows;
 }
 
 function countsOf(records: ReturnType<typeof buildRecords>): RecordCounts {
