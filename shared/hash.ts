@@ -18,6 +18,9 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(canonical(value));
 }
 
+/** ASCII text is its own NFC, and normalize() would copy it all the same. */
+const nfc = (text: string) => (/[\u0080-\uffff]/.test(text) ? text.normalize('NFC') : text);
+
 /** Small enough that each piece's normalized copies are young objects, freed by the next scavenge. */
 const HASH_PIECE_CHARS = 1 << 15;
 
@@ -28,14 +31,14 @@ const HASH_PIECE_CHARS = 1 << 15;
  */
 export function contentHash(text: string, pieceChars = HASH_PIECE_CHARS): string {
   // One piece (every record): the same digest in one call, with the cheaper one-shot hash().
-  if (text.length <= pieceChars) return sha256Hex(text.normalize('NFC').replace(/\s+/g, ' ').trim());
+  if (text.length <= pieceChars) return sha256Hex(nfc(text).replace(/\s+/g, ' ').trim());
   const h = createHash('sha256');
   let started = false;
   let pendingSpace = false;
   for (let from = 0; from < text.length; ) {
     let to = Math.min(text.length, from + pieceChars);
     while (to < text.length && to > from && !/\s/.test(text[to]!)) to++;
-    let body = text.slice(from, to).normalize('NFC').replace(/\s+/g, ' ');
+    let body = nfc(text.slice(from, to)).replace(/\s+/g, ' ');
     from = to;
     if (body.startsWith(' ')) {
       pendingSpace = true;
