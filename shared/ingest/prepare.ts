@@ -6,7 +6,6 @@
  */
 import { deterministicUuid } from '../ids.ts';
 import {
-  assertContentMatches,
   extract,
   overLimit,
   type ExpansionLimits,
@@ -93,7 +92,8 @@ export async function prepareSource(input: {
   ocr?: PageText[];
 }): Promise<PreparedSource | NeedsOcr> {
   const bounds = expansionLimits(input.bytes.byteLength, input.limits);
-  assertContentMatches(input.bytes, input.contentType);
+  // extract() refuses content that is not what its type says with assertContentMatches()'s own checks
+  // and errors: checking first would decode (or parse) the whole document twice.
   const doc = await extract(input.bytes, input.contentType, { sourceUrl: input.sourceUrl, limits: bounds, ocr: input.ocr });
   if (doc.needsOcr) return scanned(doc.needsOcr);
   const pageAt = pageFinder(doc.sections);
@@ -161,7 +161,7 @@ function countsOf(records: ReturnType<typeof buildRecords>): RecordCounts {
 
 /** The plan of a dry run: what live processing would make of these bytes. Persists nothing. */
 export async function planOf(bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null, limits: IngestLimits, ocr?: PageText[]) {
-  assertContentMatches(bytes, contentType);
+  // As in prepareSource, extract() does assertContentMatches()'s checks.
   const doc = await extract(bytes, contentType, {
     structureOnlyAboveChars: PREVIEW_TEXT_LIMIT,
     sourceUrl: finalUrl ?? undefined,
