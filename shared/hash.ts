@@ -21,6 +21,8 @@ export function canonicalJson(value: unknown): string {
 /** ASCII text is its own NFC, and normalize() would copy it all the same. */
 const nfc = (text: string) => (/[\u0080-\uffff]/.test(text) ? text.normalize('NFC') : text);
 
+const WHITESPACE = /\s/g;
+
 /** Small enough that each piece's normalized copies are young objects, freed by the next scavenge. */
 const HASH_PIECE_CHARS = 1 << 15;
 
@@ -37,7 +39,11 @@ export function contentHash(text: string, pieceChars = HASH_PIECE_CHARS): string
   let pendingSpace = false;
   for (let from = 0; from < text.length; ) {
     let to = Math.min(text.length, from + pieceChars);
-    while (to < text.length && to > from && !/\s/.test(text[to]!)) to++;
+    // The next whitespace character at or after `to` (one search, not a test per character).
+    if (to < text.length) {
+      WHITESPACE.lastIndex = to;
+      to = WHITESPACE.exec(text)?.index ?? text.length;
+    }
     let body = nfc(text.slice(from, to)).replace(/\s+/g, ' ');
     from = to;
     if (body.startsWith(' ')) {
