@@ -291,9 +291,12 @@ export function buildRecords(doc: ExtractedDocument, opts?: BuildRecordsOptions)
       const marker = LIST_MARKER.exec(text.slice(whole.start, Math.min(whole.end, whole.start + 8)));
       const s = marker ? { start: whole.start + marker[0].length, end: whole.end } : whole;
       if (s.end <= s.start) return true;
-      const sentence = text.slice(s.start, s.end);
       const entities = s.end - s.start <= MAX_SENTENCE_FOR_ENTITIES ? entitySpans(text, s.start, s.end) : [];
-      if (isFactSentence(sentence, entities)) addFact(s, subjectOf(sentence, s.start, entities) ?? fallbackSubject, path);
+      // Once the facts are full only links are still looked for: the fact tests would change nothing.
+      if (facts.length < maxFacts) {
+        const sentence = text.slice(s.start, s.end);
+        if (isFactSentence(sentence, entities)) addFact(s, subjectOf(sentence, s.start, entities) ?? fallbackSubject, path);
+      }
       addEntityLinks(s, entities);
       return true;
     });
