@@ -15,8 +15,9 @@ import os from 'node:os';
 import { Tinypool } from 'tinypool';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { ExtractionError, type PageText, type SupportedContentType } from './extract/index.ts';
-import { partsReceiver, runExtraction, type ExtractionTask, type StartedMessage, type TaskResult } from './extraction-task.ts';
+import { ExtractionError, type PageText, type SupportedContentType } from './extract/types.ts';
+import { partsReceiver, valueOf, type StartedMessage, type TaskResult } from './extraction-parts.ts';
+import type { ExtractionTask } from './extraction-task.ts';
 import type { IngestLimits, NeedsOcr, Plan, PreparedSource } from './prepare.ts';
 
 export type ExtractionPoolOptions = {
@@ -105,14 +106,6 @@ async function usageOf(pid: number): Promise<Usage | null> {
   } catch {
     return null;
   }
-}
-
-/** A task's value, or its refusal as the ExtractionError it was in the extraction process. */
-function valueOf<T>(result: TaskResult<T>): T {
-  if ('refused' in result) {
-    throw Object.assign(new ExtractionError(result.refused.reason, result.refused.publicMessage), { message: result.refused.message });
-  }
-  return result.value;
 }
 
 /** tinypool's processes, one task at a time each. */
@@ -245,23 +238,6 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
     build: (accountId, input) => run(accountId, { kind: 'build', ...input, limits: opts.limits }),
     ocr: (accountId, bytes, pages) => run(accountId, { kind: 'ocr', bytes, pages }),
     close: () => pool.destroy(),
-  };
-}
-
-/**
- * The same work on the calling thread, without limits on CPU time or memory: for tests and benchmarks
- * that measure or seed storage, never for untrusted input.
- */
-export function inProcessExtraction(limits: IngestLimits): ExtractionPool {
-  const unwrap = async <T>(task: ExtractionTask) => valueOf((await runExtraction(task)) as TaskResult<T>);
-  return {
-    check: async (_accountId, bytes, contentType) => {
-      await unwrap<null>({ kind: 'check', bytes, contentType });
-    },
-    preview: (_accountId, bytes, contentType, finalUrl, ocr) => unwrap({ kind: 'preview', bytes, contentType, finalUrl, limits, ocr }),
-    build: (_accountId, input) => unwrap({ kind: 'build', ...input, limits }),
-    ocr: (_accountId, bytes, pages) => unwrap({ kind: 'ocr', bytes, pages }),
-    close: async () => {},
   };
 }
 

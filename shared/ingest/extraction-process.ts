@@ -7,7 +7,8 @@
  * thread may be inside a synchronous parse for a long time.
  */
 import { Worker } from 'node:worker_threads';
-import { runExtraction, sendParts, type ExtractionTask, type StartedMessage, type TaskResult } from './extraction-task.ts';
+import { sendParts, type StartedMessage, type TaskResult } from './extraction-parts.ts';
+import { runExtraction, type ExtractionTask } from './extraction-task.ts';
 
 const watchdog = new Worker(
   `const { workerData } = require('node:worker_threads');

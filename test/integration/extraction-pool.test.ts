@@ -3,7 +3,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExtractionError } from '../../shared/ingest/extract/index.ts';
-import { createExtractionPool, inProcessExtraction, type ExtractionPool } from '../../shared/ingest/extraction-pool.ts';
+import { createExtractionPool, type ExtractionPool } from '../../shared/ingest/extraction-pool.ts';
+import { inProcessExtraction } from '../../shared/ingest/in-process-extraction.ts';
 import { flateBombPdf, keyPathBomb, nestedDivs } from '../helpers/hostile-files.ts';
 
 // Extraction runs in child processes with a CPU-time and a memory limit (issue 24): real processes,
