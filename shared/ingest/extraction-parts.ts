@@ -13,6 +13,31 @@ export type TaskResult<T> = { value: T } | Refusal;
 /** Sent to the parent before the work starts, so it can watch this process (pid) from now on. */
 export type StartedMessage = { cairnExtractionStarted: number };
 
+/**
+ * A build's bytes, read in pieces from where they are stored. The extraction process asks for them
+ * piece by piece ({ cairnWantBytes }) and the parent answers each ({ cairnBytes }): the worker never holds
+ * a whole document, however large, beside the process extracting it.
+ */
+export type ByteSource = { size: number; read(at: number, length: number): Promise<Uint8Array | null> };
+export type WantBytesMessage = { cairnWantBytes: { at: number; length: number } };
+export type BytesMessage = { cairnBytes: Uint8Array };
+export const BYTE_PIECE = 1_048_576;
+
+/** Bytes already in memory as a source (tests, small inputs). */
+export const bytesSource = (bytes: Uint8Array): ByteSource => ({ size: bytes.byteLength, read: async (at, length) => bytes.subarray(at, at + length) });
+
+/** All of a source's bytes, read piece by piece into one buffer. */
+export async function readAll(source: ByteSource): Promise<Uint8Array> {
+  const out = new Uint8Array(source.size);
+  for (let at = 0; at < source.size; ) {
+    const piece = await source.read(at, Math.min(BYTE_PIECE, source.size - at));
+    if (!piece || piece.byteLength === 0) throw new Error(`the stored bytes ended at ${at} of ${source.size}`);
+    out.set(piece, at);
+    at += piece.byteLength;
+  }
+  return out;
+}
+
 /** A task's value, or its refusal as the ExtractionError it was in the extraction process. */
 export function valueOf<T>(result: TaskResult<T>): T {
   if ('refused' in result) {

@@ -16,8 +16,8 @@ import { Tinypool } from 'tinypool';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { ExtractionError, type PageText, type SupportedContentType } from './extract/types.ts';
-import { partsReceiver, valueOf, type StartedMessage, type TaskResult } from './extraction-parts.ts';
-import type { ExtractionTask } from './extraction-task.ts';
+import { partsReceiver, valueOf, type ByteSource, type BytesMessage, type StartedMessage, type TaskResult, type WantBytesMessage } from './extraction-parts.ts';
+import type { WireTask } from './extraction-task.ts';
 import type { IngestLimits, NeedsOcr, Plan, PreparedSource } from './prepare.ts';
 
 export type ExtractionPoolOptions = {
@@ -41,7 +41,7 @@ export type ExtractionPool = {
   preview(accountId: string, bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null, ocr?: PageText[]): Promise<Plan | NeedsOcr>;
   build(
     accountId: string,
-    input: { jobId: string; bytes: Uint8Array; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean; ocr?: PageText[] },
+    input: { jobId: string; source: ByteSource; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean; ocr?: PageText[] },
   ): Promise<PreparedSource | NeedsOcr>;
   /** OCR of a PDF's pages (shared/ingest/ocr), under the same CPU and memory limits as any extraction. */
   ocr(accountId: string, bytes: Uint8Array, pages: number[]): Promise<PageText[]>;
@@ -179,27 +179,48 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
   const memoryBytes = opts.memoryMb * 1_048_576;
   const pool = processPool(opts);
   const slots = fairSlots(opts.processes);
-  async function run<T>(accountId: string, task: ExtractionTask): Promise<T> {
+  async function run<T>(accountId: string, task: WireTask, source?: ByteSource): Promise<T> {
     await slots.acquire(accountId);
     try {
-      return await runNow<T>(task);
+      return await runNow<T>(task, source);
     } finally {
       slots.release(accountId);
     }
   }
 
-  async function runNow<T>(task: ExtractionTask): Promise<T> {
+  async function runNow<T>(task: WireTask, source?: ByteSource): Promise<T> {
     const abort = new AbortController();
     let exceeded: string | null = null;
+    let readFailed: unknown;
     let watch: ReturnType<typeof watchProcess> | undefined;
     const stop = (why: string) => {
       exceeded ??= why;
       abort.abort();
     };
     const parts = partsReceiver();
+    let toProcess: ((message: BytesMessage) => void) | undefined;
+    // A piece of the build's bytes the process asked for; a failed read ends the task with its error.
+    const serve = async ({ at, length }: WantBytesMessage['cairnWantBytes']) => {
+      try {
+        const piece = await source?.read(at, length);
+        if (!piece) throw new Error(`the stored bytes ended at ${at}`);
+        toProcess?.({ cairnBytes: piece });
+      } catch (err) {
+        readFailed ??= err;
+        abort.abort();
+      }
+    };
     const channel = {
+      onMessage(send: (message: BytesMessage) => void) {
+        toProcess = send;
+      },
       postMessage(message: unknown) {
         if (parts.take(message)) return;
+        const want = (message as Partial<WantBytesMessage> | null)?.cairnWantBytes;
+        if (want) {
+          void serve(want);
+          return;
+        }
         const pid = (message as Partial<StartedMessage> | null)?.cairnExtractionStarted;
         if (typeof pid === 'number' && !watch) watch = watchProcess(pid, opts, stop);
       },
@@ -209,6 +230,7 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       return valueOf(parts.restore(result));
     } catch (err) {
       if (err instanceof ExtractionError) throw err;
+      if (readFailed) throw readFailed;
       if (exceeded) throw new ExtractionError('limit', `Extraction ${exceeded}.`);
       // The process died by itself: V8 stops at --max-old-space-size; anything else is a crash.
       if (err instanceof Error && /exited unexpectedly/.test(err.message)) {
@@ -235,7 +257,7 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       await run<null>(accountId, { kind: 'check', bytes, contentType });
     },
     preview: (accountId, bytes, contentType, finalUrl, ocr) => run(accountId, { kind: 'preview', bytes, contentType, finalUrl, limits: opts.limits, ocr }),
-    build: (accountId, input) => run(accountId, { kind: 'build', ...input, limits: opts.limits }),
+    build: (accountId, { source, ...input }) => run(accountId, { kind: 'build', ...input, size: source.size, limits: opts.limits }, source),
     ocr: (accountId, bytes, pages) => run(accountId, { kind: 'ocr', bytes, pages }),
     close: () => pool.destroy(),
   };

@@ -6,14 +6,16 @@ import type { TaskResult } from './extraction-parts.ts';
 import { ExtractionError, assertContentMatches, type PageText, type SupportedContentType } from './extract/index.ts';
 import { planOf, prepareSource, type IngestLimits, type NeedsOcr, type Plan, type PreparedSource } from './prepare.ts';
 
+type BuildInput = { jobId: string; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean; limits: IngestLimits; ocr?: PageText[] };
+
 export type ExtractionTask =
   | { kind: 'check'; bytes: Uint8Array; contentType: SupportedContentType }
   | { kind: 'preview'; bytes: Uint8Array; contentType: SupportedContentType; finalUrl: string | null; limits: IngestLimits; ocr?: PageText[] }
-  | {
-      kind: 'build'; jobId: string; bytes: Uint8Array; contentType: SupportedContentType; sourceUrl?: string;
-      crossSiteRedirect: boolean; limits: IngestLimits; ocr?: PageText[];
-    }
+  | ({ kind: 'build'; bytes: Uint8Array } & BuildInput)
   | { kind: 'ocr'; bytes: Uint8Array; pages: number[] };
+
+/** A task as sent to an extraction process: a build's bytes follow on request (./extraction-parts.ts, ByteSource). */
+export type WireTask = Exclude<ExtractionTask, { kind: 'build' }> | ({ kind: 'build'; size: number } & BuildInput);
 
 async function perform(task: ExtractionTask): Promise<null | Plan | PreparedSource | NeedsOcr | PageText[]> {
   switch (task.kind) {

@@ -1,5 +1,5 @@
 import type { ExtractionPool } from './extraction-pool.ts';
-import { valueOf, type TaskResult } from './extraction-parts.ts';
+import { readAll, valueOf, type TaskResult } from './extraction-parts.ts';
 import { runExtraction, type ExtractionTask } from './extraction-task.ts';
 import type { IngestLimits } from './prepare.ts';
 
@@ -14,7 +14,7 @@ export function inProcessExtraction(limits: IngestLimits): ExtractionPool {
       await unwrap<null>({ kind: 'check', bytes, contentType });
     },
     preview: (_accountId, bytes, contentType, finalUrl, ocr) => unwrap({ kind: 'preview', bytes, contentType, finalUrl, limits, ocr }),
-    build: (_accountId, input) => unwrap({ kind: 'build', ...input, limits }),
+    build: async (_accountId, { source, ...input }) => unwrap({ kind: 'build', ...input, bytes: await readAll(source), limits }),
     ocr: (_accountId, bytes, pages) => unwrap({ kind: 'ocr', bytes, pages }),
     close: async () => {},
   };
