@@ -147,6 +147,7 @@ function watchProcess(pid: number, opts: ExtractionPoolOptions, stop: (why: stri
     }
   }
   let base: number | null = null;
+  let firstRss: number | null = null;
   let lastRss = 0;
   let peakRss = 0;
   let stopped = false;
@@ -154,6 +155,7 @@ function watchProcess(pid: number, opts: ExtractionPoolOptions, stop: (why: stri
     const usage = await usageOf(pid);
     if (!usage || stopped) return;
     base ??= usage.cpuMs;
+    firstRss ??= usage.rssBytes;
     lastRss = usage.rssBytes;
     peakRss = Math.max(peakRss, lastRss);
     if (usage.cpuMs - base > cpuMs) stop(overTime(opts));
@@ -166,7 +168,8 @@ function watchProcess(pid: number, opts: ExtractionPoolOptions, stop: (why: stri
   const backstop = setTimeout(() => stop(overTime(opts)), cpuMs * 4 + 10_000);
   return {
     lastRssBytes: () => lastRss,
-    peakRssBytes: () => peakRss,
+    /** How far the task took the process's resident memory above what it had when the task started. */
+    grewBytes: () => peakRss - (firstRss ?? peakRss),
     dispose() {
       stopped = true;
       clearInterval(timer);
@@ -243,10 +246,12 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       throw err;
     } finally {
       watch?.dispose();
-      // V8 keeps the pages a process grew to: after a large document (a 50 MB file took one to 580 MB)
-      // the idle process would hold them beside the worker storing that document's records. OCR
-      // processes stay: their recogniser is worth keeping, and they run in batches.
-      if (task.kind !== 'ocr' && (watch?.peakRssBytes() ?? 0) > memoryBytes / 2) {
+      // V8 keeps the pages a process grew to: after a large document (a 50 MB file took one from 110 to
+      // 490 MB) the idle process would hold them beside the worker storing that document's records.
+      // Growth within the task, not the level: processes creep up over many small documents, and
+      // replacing them for that costs a process start each time. OCR processes stay: their recogniser
+      // is worth keeping, and they run in batches.
+      if (task.kind !== 'ocr' && (watch?.grewBytes() ?? 0) > memoryBytes / 8) {
         pool.recycleWorkers().catch((err: unknown) => opts.logger?.warn({ err }, 'extraction processes not replaced'));
       }
     }
