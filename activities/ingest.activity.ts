@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { AppError } from '../shared/errors.ts';
-import { ExtractionError } from '../shared/ingest/extract/index.ts';
+import { ExtractionError } from '../shared/ingest/extract/types.ts';
 import {
   acquireSource,
   buildSourceRecords,

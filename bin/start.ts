@@ -7,7 +7,7 @@ import { createLocalAccountIfEmpty } from '../shared/auth/accounts.ts';
 import { createOrm, migrate } from '../shared/db/orm.ts';
 import { provideDatabase, provideTemporal, writeLocalCredentials } from '../shared/local/infra.ts';
 import { assertDataDirFree, assertPortFree } from '../shared/local/preflight.ts';
-import { answersOk, describeFailure, runMain, stopChild, supervisorShutdown, waitFor } from '../shared/entrypoint.ts';
+import { answersOk, describeFailure, runMain, stopChild, supervisorShutdown, waitFor, workerReady } from '../shared/entrypoint.ts';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
 
 const say = (message: string) => process.stdout.write(`[cairn] ${message}\n`);
@@ -96,15 +96,3 @@ runMain(async () => {
   }
 });
 
-/** Resolves when the worker sends 'ready' (bin/worker.ts), or when it exits (which stops everything). */
-function workerReady(worker: ChildProcess, timeoutMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the worker did not report ready within ${timeoutMs / 1000}s`)), timeoutMs);
-    const done = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    worker.on('message', (m) => m === 'ready' && done());
-    worker.once('exit', done);
-  });
-}

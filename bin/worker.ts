@@ -12,7 +12,8 @@ import { extractionPoolFor, type ExtractionPool } from '../shared/ingest/extract
 import { startMemoryDispatcher } from '../shared/memory/dispatcher.ts';
 import { createEmbedder } from '../shared/retrieval/embeddings.ts';
 import { taskQueuesFor, workflowStarts } from '../shared/temporal/starts.ts';
-import { bundleWorkflows, createWorker, workerIdentity, type CairnWorker } from '../shared/temporal/worker.ts';
+import { bundleWorkflows } from '../shared/temporal/bundle.ts';
+import { createWorker, workerIdentity, type CairnWorker } from '../shared/temporal/worker.ts';
 
 /** Every activity, bound to this process's dependencies (built once: they outlive reconnects). */
 function activitiesOf(config: Config, deps: { orm: Orm; logger: Logger; extraction: ExtractionPool; identity: string }) {
@@ -40,8 +41,8 @@ runMain(async () => {
   const extraction = extractionPoolFor(config, logger.child({ component: 'extraction' }));
   const identity = workerIdentity();
   const activities = activitiesOf(config, { orm, logger, extraction, identity });
-  // Bundled once: a reconnect below must not pay for webpack again.
-  const workflowBundle = await bundleWorkflows(logger);
+  // Bundled once (in a child process): a reconnect below must not pay for webpack again.
+  const workflowBundle = await bundleWorkflows();
   // Metrics are an aid, not a dependency: a taken port (several workers on one host) is logged, not fatal.
   const metricsServer = config.ops.workerMetricsPort
     ? await serveMetrics(metrics.registry, config.host, config.ops.workerMetricsPort, config.ops.metrics).catch((err: unknown) => {

@@ -121,3 +121,16 @@ export async function stopChild(child: ChildProcess, timeoutMs: number): Promise
   await exited;
   clearTimeout(timer);
 }
+
+/** Resolves when the worker sends 'ready' (bin/worker.ts), or when it exits (the caller handles that). */
+export function workerReady(worker: ChildProcess, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the worker did not report ready within ${timeoutMs / 1000}s`)), timeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    worker.on('message', (m) => m === 'ready' && done());
+    worker.once('exit', done);
+  });
+}

@@ -3,8 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { scratchPostgres, scratchTemporal } from './helpers/ephemeral.ts';
-import { createLogger } from '../shared/logger.ts';
-import { bundleWorkflows } from '../shared/temporal/worker.ts';
+import { bundleWorkflows } from '../shared/temporal/bundle.ts';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
 import { ensureChromium } from './helpers/chromium.ts';
 
@@ -34,7 +33,7 @@ export default async function setup(project: TestProject) {
     const temporal = await scratchTemporal(log);
     cleanups.push(temporal.stop);
 
-    const bundle = await bundleWorkflows(createLogger({ logLevel: 'warn' }));
+    const bundle = await bundleWorkflows();
     const workflowBundlePath = path.join(tmp, 'workflow-bundle.js');
     await writeFile(workflowBundlePath, bundle.code);
 

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { DEFAULT_INGEST_SLOTS } from '../../shared/config.ts';
+import { workerReady } from '../../shared/entrypoint.ts';
 import { extract, type SupportedContentType } from '../../shared/ingest/extract/index.ts';
 import { buildRecords } from '../../shared/ingest/records.ts';
 import { startBenchApi } from '../lib/api.ts';
@@ -53,7 +54,7 @@ export const ingest: Benchmark = {
     'API; one worker (bin/worker.ts as a separate process) processes the jobs through the real Temporal dev ' +
     'server and PostgreSQL. End-to-end time runs from the first submission to the last job succeeded. ' +
     'Bare time is extract() + buildRecords() of the same files, sequentially, in one process: the work ' +
-    'without queueing, storage or orchestration. Memory: a fresh worker processes one 50,000,000-byte ' +
+    'without queueing, storage or orchestration. Memory: a fresh worker, once it polls (its workflow bundling done) and 2 s after, processes one 50,000,000-byte ' +
     'plain-text file; the resident memory of the worker and its extraction processes is sampled from /proc every 100 ms until the job succeeds, and once more 5 s later.',
 
   async run(ctx: BenchContext): Promise<BenchOutput> {
@@ -97,7 +98,7 @@ export const ingest: Benchmark = {
     ctx.log(`corpus: ${docs.length} documents, ${mb.toFixed(2)} MB`);
 
     const worker = startWorker();
-    await sleep(ctx.quick ? 3000 : 5000); // bundling workflows at worker start is not part of the measurement
+    await workerReady(worker, 120_000); // bundling workflows at worker start is not part of the measurement
     const bare: number[] = [];
     const e2e: number[] = [];
     // Where the end-to-end CPU goes: the worker, PostgreSQL, the Temporal dev server, and this process
@@ -146,7 +147,9 @@ export const ingest: Benchmark = {
       bytes: Buffer.from(Array.from({ length: 700_000 }, (_, j) => `Line ${j}: the ledger of Orlavik records ${j} crossings.`).join('\n').slice(0, 50_000_000).padEnd(50_000_000, '.')),
     };
     const bigWorker = startWorker();
-    await sleep(ctx.quick ? 3000 : 5000);
+    // Idle: polling, its bundling child gone, its first extraction process started.
+    await workerReady(bigWorker, 120_000);
+    await sleep(2000);
     const baseRss = watchTreeRss(bigWorker.pid!).stop().peakOfSumMb;
     const watch = watchTreeRss(bigWorker.pid!);
     const t = performance.now();

@@ -6,7 +6,7 @@ import { SCOPES } from '../../shared/contracts/account.ts';
 import type { Orm } from '../../shared/db/orm.ts';
 import { bound } from '../../shared/db/sql.ts';
 import { loadConfig } from '../../shared/config.ts';
-import { inProcessExtraction } from '../../shared/ingest/extraction-pool.ts';
+import { inProcessExtraction } from '../../shared/ingest/in-process-extraction.ts';
 import { buildSourceRecords } from '../../shared/ingest/build.ts';
 import type { Boundary } from '../../shared/retrieval/boundary.ts';
 import { EVIDENCE_LIMIT, retrieve } from '../../shared/retrieval/retrieve.ts';

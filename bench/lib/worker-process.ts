@@ -2,7 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Infra } from './infra.ts';
 
-/** bin/worker.ts as its own process (as in production), stopped with the benchmark's infrastructure. */
+/**
+ * bin/worker.ts as its own process (as in production), stopped with the benchmark's infrastructure. It
+ * sends 'ready' on its IPC channel once it polls (workerReady in shared/entrypoint.ts).
+ */
 export function spawnBenchWorker(
   infra: Infra,
   env: { databaseUrl: string; temporalAddress: string; taskQueue: string; extra?: Record<string, string> },
@@ -18,7 +21,7 @@ export function spawnBenchWorker(
       ...(process.env.BACKGROUND_NICE ? { BACKGROUND_NICE: process.env.BACKGROUND_NICE } : {}),
       ...env.extra,
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   // Wait for it to finish its shutdown before the Temporal server and the database stop under it.
   infra.onStop(async () => {

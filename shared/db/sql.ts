@@ -120,7 +120,8 @@ export async function prepared<T = Record<string, unknown>>(em: EntityManager, .
 // single 50 MB value costs several hundred MB of transient memory. Long values travel in pieces instead.
 
 const TEXT_PIECE_CHARS = 4_000_000;
-const BYTES_PIECE = 8 * 1024 * 1024;
+/** Small enough that a piece's hex text and its buffer are little garbage; 50 pieces for 50 MB. */
+export const BYTES_PIECE = 1024 * 1024;
 
 /** Sets `table.column` of one row to `text`, sent in pieces and joined by PostgreSQL. Needs a transaction. */
 export async function writeLongText(tx: EntityManager, table: string, column: string, id: string, text: string): Promise<void> {
@@ -172,15 +173,24 @@ export async function readLongBytes(
     const [row] = await bound<{ piece: Buffer }>(em, `select ${column} as piece from ${table} where ${keyColumn} = ?`, [key]);
     return row?.piece ?? null;
   }
+  const read = longBytesReader(em, table, column, keyColumn, key);
   const out = Buffer.allocUnsafe(size);
   for (let at = 0; at < size; at += BYTES_PIECE) {
-    const [piece] = await bound<{ piece: Buffer }>(
-      em,
-      `select substring(${column} from ? for ?) as piece from ${table} where ${keyColumn} = ?`,
-      [at + 1, BYTES_PIECE, key],
-    );
+    const piece = await read(at, BYTES_PIECE);
     if (!piece) return null; // the row went away mid-read
-    piece.piece.copy(out, at);
+    piece.copy(out, at);
   }
   return out;
+}
+
+/**
+ * Reads slices of a bytea column of one row: `length` bytes from `at` (0-based); null when the row is
+ * gone. For values read piece by piece without ever holding them whole (readLongBytes, a build's
+ * bytes streamed to its extraction process).
+ */
+export function longBytesReader(em: EntityManager, table: string, column: string, keyColumn: string, key: string) {
+  return async (at: number, length: number): Promise<Buffer | null> => {
+    const [row] = await bound<{ piece: Buffer }>(em, `select substring(${column} from ? for ?) as piece from ${table} where ${keyColumn} = ?`, [at + 1, length, key]);
+    return row?.piece ?? null;
+  };
 }

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { readLongBytes, writeLongText } from '../db/sql.ts';
+import { longBytesReader, writeLongText } from '../db/sql.ts';
 
 import type { SupportedContentType } from './extract/index.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
@@ -74,12 +74,13 @@ export async function buildSourceRecords(
   // A retry after the transaction below committed (the worker died before reporting): report what was stored.
   if (job.status === 'succeeded' || job.status === 'quarantined') return storedResult(em, jobId, job.status);
   const blob = job.blob_content_type === null ? null : { content_type: job.blob_content_type, final_url: job.blob_final_url };
-  const bytes = blob && (await readLongBytes(em, 'ingest_blob', 'bytes', 'job_id', jobId, job.blob_size));
-  if (!blob || !bytes) throw new Error(`ingest job ${jobId} has no stored bytes`);
+  if (!blob || job.blob_size === null) throw new Error(`ingest job ${jobId} has no stored bytes`);
+  // Read piece by piece as the extraction process asks: the worker never holds the whole document.
+  const bytes = { size: Number(job.blob_size), read: longBytesReader(em, 'ingest_blob', 'bytes', 'job_id', jobId) };
   const contentType = blob.content_type as SupportedContentType;
   const ocr = contentType === 'application/pdf' ? await storedPages(em, jobId) : [];
   const source = await pool.build(job.account_id, {
-    jobId, bytes, contentType, sourceUrl: blob.final_url ?? job.source_url ?? undefined, crossSiteRedirect: fetch?.crossSiteRedirect ?? false, ocr,
+    jobId, source: bytes, contentType, sourceUrl: blob.final_url ?? job.source_url ?? undefined, crossSiteRedirect: fetch?.crossSiteRedirect ?? false, ocr,
   });
   if ('needsOcr' in source) return { status: 'needs_ocr', pages: source.needsOcr };
   const decision = source.quarantine;

@@ -15,8 +15,9 @@ import os from 'node:os';
 import { Tinypool } from 'tinypool';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { ExtractionError, type PageText, type SupportedContentType } from './extract/index.ts';
-import { partsReceiver, runExtraction, type ExtractionTask, type StartedMessage, type TaskResult } from './extraction-task.ts';
+import { ExtractionError, type PageText, type SupportedContentType } from './extract/types.ts';
+import { partsReceiver, valueOf, type ByteSource, type BytesMessage, type StartedMessage, type TaskResult, type WantBytesMessage } from './extraction-parts.ts';
+import type { WireTask } from './extraction-task.ts';
 import type { IngestLimits, NeedsOcr, Plan, PreparedSource } from './prepare.ts';
 
 export type ExtractionPoolOptions = {
@@ -40,7 +41,7 @@ export type ExtractionPool = {
   preview(accountId: string, bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null, ocr?: PageText[]): Promise<Plan | NeedsOcr>;
   build(
     accountId: string,
-    input: { jobId: string; bytes: Uint8Array; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean; ocr?: PageText[] },
+    input: { jobId: string; source: ByteSource; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean; ocr?: PageText[] },
   ): Promise<PreparedSource | NeedsOcr>;
   /** OCR of a PDF's pages (shared/ingest/ocr), under the same CPU and memory limits as any extraction. */
   ocr(accountId: string, bytes: Uint8Array, pages: number[]): Promise<PageText[]>;
@@ -107,14 +108,6 @@ async function usageOf(pid: number): Promise<Usage | null> {
   }
 }
 
-/** A task's value, or its refusal as the ExtractionError it was in the extraction process. */
-function valueOf<T>(result: TaskResult<T>): T {
-  if ('refused' in result) {
-    throw Object.assign(new ExtractionError(result.refused.reason, result.refused.publicMessage), { message: result.refused.message });
-  }
-  return result.value;
-}
-
 /** tinypool's processes, one task at a time each. */
 function processPool(opts: ExtractionPoolOptions): Tinypool {
   return new Tinypool({
@@ -154,6 +147,7 @@ function watchProcess(pid: number, opts: ExtractionPoolOptions, stop: (why: stri
     }
   }
   let base: number | null = null;
+  let firstRss: number | null = null;
   let lastRss = 0;
   let peakRss = 0;
   let stopped = false;
@@ -161,6 +155,7 @@ function watchProcess(pid: number, opts: ExtractionPoolOptions, stop: (why: stri
     const usage = await usageOf(pid);
     if (!usage || stopped) return;
     base ??= usage.cpuMs;
+    firstRss ??= usage.rssBytes;
     lastRss = usage.rssBytes;
     peakRss = Math.max(peakRss, lastRss);
     if (usage.cpuMs - base > cpuMs) stop(overTime(opts));
@@ -173,7 +168,8 @@ function watchProcess(pid: number, opts: ExtractionPoolOptions, stop: (why: stri
   const backstop = setTimeout(() => stop(overTime(opts)), cpuMs * 4 + 10_000);
   return {
     lastRssBytes: () => lastRss,
-    peakRssBytes: () => peakRss,
+    /** How far the task took the process's resident memory above what it had when the task started. */
+    grewBytes: () => peakRss - (firstRss ?? peakRss),
     dispose() {
       stopped = true;
       clearInterval(timer);
@@ -186,27 +182,48 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
   const memoryBytes = opts.memoryMb * 1_048_576;
   const pool = processPool(opts);
   const slots = fairSlots(opts.processes);
-  async function run<T>(accountId: string, task: ExtractionTask): Promise<T> {
+  async function run<T>(accountId: string, task: WireTask, source?: ByteSource): Promise<T> {
     await slots.acquire(accountId);
     try {
-      return await runNow<T>(task);
+      return await runNow<T>(task, source);
     } finally {
       slots.release(accountId);
     }
   }
 
-  async function runNow<T>(task: ExtractionTask): Promise<T> {
+  async function runNow<T>(task: WireTask, source?: ByteSource): Promise<T> {
     const abort = new AbortController();
     let exceeded: string | null = null;
+    let readFailed: unknown;
     let watch: ReturnType<typeof watchProcess> | undefined;
     const stop = (why: string) => {
       exceeded ??= why;
       abort.abort();
     };
     const parts = partsReceiver();
+    let toProcess: ((message: BytesMessage) => void) | undefined;
+    // A piece of the build's bytes the process asked for; a failed read ends the task with its error.
+    const serve = async ({ at, length }: WantBytesMessage['cairnWantBytes']) => {
+      try {
+        const piece = await source?.read(at, length);
+        if (!piece) throw new Error(`the stored bytes ended at ${at}`);
+        toProcess?.({ cairnBytes: piece });
+      } catch (err) {
+        readFailed ??= err;
+        abort.abort();
+      }
+    };
     const channel = {
+      onMessage(send: (message: BytesMessage) => void) {
+        toProcess = send;
+      },
       postMessage(message: unknown) {
         if (parts.take(message)) return;
+        const want = (message as Partial<WantBytesMessage> | null)?.cairnWantBytes;
+        if (want) {
+          void serve(want);
+          return;
+        }
         const pid = (message as Partial<StartedMessage> | null)?.cairnExtractionStarted;
         if (typeof pid === 'number' && !watch) watch = watchProcess(pid, opts, stop);
       },
@@ -216,6 +233,7 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       return valueOf(parts.restore(result));
     } catch (err) {
       if (err instanceof ExtractionError) throw err;
+      if (readFailed) throw readFailed;
       if (exceeded) throw new ExtractionError('limit', `Extraction ${exceeded}.`);
       // The process died by itself: V8 stops at --max-old-space-size; anything else is a crash.
       if (err instanceof Error && /exited unexpectedly/.test(err.message)) {
@@ -228,10 +246,12 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       throw err;
     } finally {
       watch?.dispose();
-      // V8 keeps the pages a process grew to: after a large document (a 50 MB file took one to 580 MB)
-      // the idle process would hold them beside the worker storing that document's records. OCR
-      // processes stay: their recogniser is worth keeping, and they run in batches.
-      if (task.kind !== 'ocr' && (watch?.peakRssBytes() ?? 0) > memoryBytes / 2) {
+      // V8 keeps the pages a process grew to: after a large document (a 50 MB file took one from 110 to
+      // 490 MB) the idle process would hold them beside the worker storing that document's records.
+      // Growth within the task, not the level: processes creep up over many small documents, and
+      // replacing them for that costs a process start each time. OCR processes stay: their recogniser
+      // is worth keeping, and they run in batches.
+      if (task.kind !== 'ocr' && (watch?.grewBytes() ?? 0) > memoryBytes / 8) {
         pool.recycleWorkers().catch((err: unknown) => opts.logger?.warn({ err }, 'extraction processes not replaced'));
       }
     }
@@ -242,26 +262,9 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       await run<null>(accountId, { kind: 'check', bytes, contentType });
     },
     preview: (accountId, bytes, contentType, finalUrl, ocr) => run(accountId, { kind: 'preview', bytes, contentType, finalUrl, limits: opts.limits, ocr }),
-    build: (accountId, input) => run(accountId, { kind: 'build', ...input, limits: opts.limits }),
+    build: (accountId, { source, ...input }) => run(accountId, { kind: 'build', ...input, size: source.size, limits: opts.limits }, source),
     ocr: (accountId, bytes, pages) => run(accountId, { kind: 'ocr', bytes, pages }),
     close: () => pool.destroy(),
-  };
-}
-
-/**
- * The same work on the calling thread, without limits on CPU time or memory: for tests and benchmarks
- * that measure or seed storage, never for untrusted input.
- */
-export function inProcessExtraction(limits: IngestLimits): ExtractionPool {
-  const unwrap = async <T>(task: ExtractionTask) => valueOf((await runExtraction(task)) as TaskResult<T>);
-  return {
-    check: async (_accountId, bytes, contentType) => {
-      await unwrap<null>({ kind: 'check', bytes, contentType });
-    },
-    preview: (_accountId, bytes, contentType, finalUrl, ocr) => unwrap({ kind: 'preview', bytes, contentType, finalUrl, limits, ocr }),
-    build: (_accountId, input) => unwrap({ kind: 'build', ...input, limits }),
-    ocr: (_accountId, bytes, pages) => unwrap({ kind: 'ocr', bytes, pages }),
-    close: async () => {},
   };
 }
 

@@ -7,7 +7,8 @@
  * thread may be inside a synchronous parse for a long time.
  */
 import { Worker } from 'node:worker_threads';
-import { runExtraction, sendParts, type ExtractionTask, type StartedMessage, type TaskResult } from './extraction-task.ts';
+import { readAll, sendParts, type BytesMessage, type StartedMessage, type TaskResult, type WantBytesMessage } from './extraction-parts.ts';
+import { runExtraction, type ExtractionTask, type WireTask } from './extraction-task.ts';
 
 const watchdog = new Worker(
   `const { workerData } = require('node:worker_threads');
@@ -16,13 +17,38 @@ const watchdog = new Worker(
 );
 watchdog.unref();
 
+const sendNow = (message: unknown) =>
+  new Promise<void>((sent, failed) => process.send!(message, undefined, {}, (err) => (err ? failed(err) : sent())));
+
+/** One piece of the build's bytes, asked of the parent (it holds the only way to the stored bytes). */
+function requestBytes(at: number, length: number): Promise<Uint8Array> {
+  return new Promise<Uint8Array>((answered, failed) => {
+    const onMessage = (message: unknown) => {
+      if (typeof message !== 'object' || message === null || !('cairnBytes' in message)) return;
+      process.off('message', onMessage);
+      answered((message as BytesMessage).cairnBytes);
+    };
+    process.on('message', onMessage);
+    sendNow({ cairnWantBytes: { at, length } } satisfies WantBytesMessage).catch((err: unknown) => {
+      process.off('message', onMessage);
+      failed(err);
+    });
+  });
+}
+
+/** The task with its bytes: a build's are asked of the parent piece by piece. */
+async function withBytes(task: WireTask): Promise<ExtractionTask> {
+  if (task.kind !== 'build') return task;
+  const { size, ...build } = task;
+  return { ...build, bytes: await readAll({ size, read: requestBytes }) };
+}
+
 /**
  * Tells the parent this process started the task (so it watches this pid from now on), runs it, and
- * sends a build's text and records ahead of the result (./extraction-task.ts, sendParts).
+ * sends a build's text and records ahead of the result (./extraction-parts.ts, sendParts).
  */
-export default async function run(task: ExtractionTask): Promise<TaskResult<unknown>> {
-  process.send?.({ cairnExtractionStarted: process.pid } satisfies StartedMessage);
+export default async function run(task: WireTask): Promise<TaskResult<unknown>> {
+  await sendNow({ cairnExtractionStarted: process.pid } satisfies StartedMessage);
   // Sent in order on the same IPC channel as the result that follows them.
-  return sendParts(await runExtraction(task), (part) =>
-    new Promise<void>((sent, failed) => process.send!(part, undefined, {}, (err) => (err ? failed(err) : sent()))));
+  return sendParts(await runExtraction(await withBytes(task)), sendNow);
 }

@@ -2,25 +2,20 @@
  * The tasks an extraction process runs (./extraction-process.ts is its entry point): one at a time,
  * with the parent (./extraction-pool.ts) watching its CPU time and memory.
  */
+import type { TaskResult } from './extraction-parts.ts';
 import { ExtractionError, assertContentMatches, type PageText, type SupportedContentType } from './extract/index.ts';
-import { recognisePages } from './ocr/tesseract.ts';
-import { planOf, prepareSource, type IngestLimits, type NeedsOcr, type Plan, type PreparedSource, type RecordRow } from './prepare.ts';
+import { planOf, prepareSource, type IngestLimits, type NeedsOcr, type Plan, type PreparedSource } from './prepare.ts';
+
+type BuildInput = { jobId: string; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean; limits: IngestLimits; ocr?: PageText[] };
 
 export type ExtractionTask =
   | { kind: 'check'; bytes: Uint8Array; contentType: SupportedContentType }
   | { kind: 'preview'; bytes: Uint8Array; contentType: SupportedContentType; finalUrl: string | null; limits: IngestLimits; ocr?: PageText[] }
-  | {
-      kind: 'build'; jobId: string; bytes: Uint8Array; contentType: SupportedContentType; sourceUrl?: string;
-      crossSiteRedirect: boolean; limits: IngestLimits; ocr?: PageText[];
-    }
+  | ({ kind: 'build'; bytes: Uint8Array } & BuildInput)
   | { kind: 'ocr'; bytes: Uint8Array; pages: number[] };
 
-/** A refusal crosses the process boundary as data (errors lose their class on the way). */
-export type Refusal = { refused: { reason: ExtractionError['reason']; publicMessage: string; message: string } };
-export type TaskResult<T> = { value: T } | Refusal;
-
-/** Sent to the parent before the work starts, so it can watch this process (pid) from now on. */
-export type StartedMessage = { cairnExtractionStarted: number };
+/** A task as sent to an extraction process: a build's bytes follow on request (./extraction-parts.ts, ByteSource). */
+export type WireTask = Exclude<ExtractionTask, { kind: 'build' }> | ({ kind: 'build'; size: number } & BuildInput);
 
 async function perform(task: ExtractionTask): Promise<null | Plan | PreparedSource | NeedsOcr | PageText[]> {
   switch (task.kind) {
@@ -32,61 +27,9 @@ async function perform(task: ExtractionTask): Promise<null | Plan | PreparedSour
     case 'build':
       return prepareSource(task);
     case 'ocr':
-      return recognisePages(task.bytes, task.pages);
+      // The recogniser (tesseract, canvas, pdf.js) is loaded by processes that run OCR only.
+      return (await import('./ocr/tesseract.ts')).recognisePages(task.bytes, task.pages);
   }
-}
-
-/**
- * A build's text and records leave the extraction process in slices, as messages of their own, ahead of
- * the task's result. Sent whole, a 50 MB document's result would sit in the parent several times over:
- * the IPC chunks, their concatenation, the objects, and once more as tinypool passes a task's result on
- * through a MessagePort (a structured clone). A record whose text is its span of the document's text
- * (every excerpt) travels without it: the parent takes the span from the text it already has.
- */
-export type PartMessage = { cairnText: string } | { cairnRows: WireRow[] };
-type WireRow = Omit<RecordRow, 'text'> & { text: string | null };
-const TEXT_CHARS_PER_PART = 1_048_576;
-const ROWS_PER_PART = 1000;
-
-function isPrepared(value: unknown): value is PreparedSource {
-  return typeof value === 'object' && value !== null && 'rows' in value && 'text' in value;
-}
-
-/**
- * Sends a build's text and records as parts, each once the one before it is written (so at most one
- * part's serialised copy waits in this process); returns the result left to send as the task's value.
- */
-export async function sendParts(result: TaskResult<unknown>, send: (part: PartMessage) => Promise<void>): Promise<TaskResult<unknown>> {
-  if (!('value' in result) || !isPrepared(result.value)) return result;
-  const { text, rows } = result.value;
-  for (let i = 0; i < text.length; i += TEXT_CHARS_PER_PART) await send({ cairnText: text.slice(i, i + TEXT_CHARS_PER_PART) });
-  for (let i = 0; i < rows.length; i += ROWS_PER_PART) {
-    const slice = rows.slice(i, i + ROWS_PER_PART);
-    await send({ cairnRows: slice.map((r) => (r.text === text.slice(r.start_offset, r.end_offset) ? { ...r, text: null } : r)) });
-  }
-  return { value: { ...result.value, text: '', rows: [] } };
-}
-
-/** Collects the parts of one task in the parent, and puts them back into its result. */
-export function partsReceiver() {
-  const chunks: string[] = [];
-  const wire: WireRow[] = [];
-  return {
-    /** Takes `message` when it is a part. */
-    take(message: unknown): boolean {
-      if (typeof message !== 'object' || message === null) return false;
-      if ('cairnText' in message) chunks.push((message as { cairnText: string }).cairnText);
-      else if ('cairnRows' in message) for (const row of (message as { cairnRows: WireRow[] }).cairnRows) wire.push(row);
-      else return false;
-      return true;
-    },
-    restore<T>(result: TaskResult<T>): TaskResult<T> {
-      if (!('value' in result) || !isPrepared(result.value)) return result;
-      const text = chunks.join('');
-      for (const row of wire) row.text ??= text.slice(row.start_offset, row.end_offset);
-      return { value: { ...result.value, text, rows: wire as RecordRow[] } };
-    },
-  };
 }
 
 /** Runs one task here, a refusal returned as data. */

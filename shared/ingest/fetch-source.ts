@@ -1,6 +1,7 @@
 import { MAX_FILE_BYTES } from '../contracts/ingest.ts';
 import { AppError } from '../errors.ts';
-import { normalizeContentType, type SupportedContentType } from './extract/index.ts';
+import { normalizeContentType } from './extract/decode.ts';
+import type { SupportedContentType } from './extract/types.ts';
 import { FetchRefusedError, safeFetch } from './safe-fetch.ts';
 import type { UrlPolicy } from './url-safety.ts';
 

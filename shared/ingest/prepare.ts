@@ -8,6 +8,7 @@ import { deterministicUuid } from '../ids.ts';
 import {
   extract,
   overLimit,
+  PREVIEW_TEXT_LIMIT,
   type ExpansionLimits,
   type PageText,
   type Section,
@@ -17,9 +18,6 @@ import { lexiconWords } from './lexicon.ts';
 import { decideQuarantine, type QuarantineDecision } from './quarantine.ts';
 import { contentHash } from '../hash.ts';
 import { buildRecords, type Link, type RecordSet } from './records.ts';
-
-/** Above about 384 KB of text a dry run previews document structure only (spec section 8). */
-export const PREVIEW_TEXT_LIMIT = 384_000;
 
 /** How far one source may expand (INGEST_MAX_PDF_PAGES, INGEST_MAX_EXPANSION, INGEST_MAX_RECORDS_PER_KB). */
 export type IngestLimits = { maxPdfPages: number; maxExpansion: number; maxRecordsPerKb: number };

@@ -8,7 +8,7 @@ import { assertSameRequest, requestHash } from '../idempotency.ts';
 import { lockBalance } from '../metering/ledger.ts';
 import { consumeQuota, quotaHeaders, readQuota } from '../metering/quotas.ts';
 import type { FreeWorkLimiter } from '../ops/free-work.ts';
-import { ExtractionError, type SupportedContentType } from './extract/index.ts';
+import { ExtractionError, type SupportedContentType } from './extract/types.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
 import { fetchSource, invalidIngest } from './fetch-source.ts';
 import { findJob, insertSubmission, jobOfKey, type Job } from './jobs.queries.ts';

@@ -1,36 +1,14 @@
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { CAIRN_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.ts';
 import { DEFAULT_INGEST_SLOTS, type WorkloadSlots } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { WorkerMetrics } from '../ops/metrics.ts';
 import { activityLogInterceptor } from './activity-log.interceptor.ts';
-import { installTemporalRuntime, temporalLoggerFromPino } from './logging.ts';
+import { bundleWorkflows } from './bundle.ts';
+import { installTemporalRuntime } from './logging.ts';
 import { ensureCreditSettlementSweeper, taskQueuesFor, type Workload } from './starts.ts';
-
-export const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
-
-/**
- * Bundles workflow code with webpack. Our sources use explicit `.ts` import specifiers (Node's type
- * stripping needs them); the bundler resolves those as plain files, and `.js` specifiers are mapped to
- * `.ts` for good measure (sdk-typescript#1185).
- */
-export async function bundleWorkflows(logger?: Logger): Promise<WorkflowBundle> {
-  return bundleWorkflowCode({
-    workflowsPath,
-    // webpack's report is noise at info level; keep it for debugging.
-    ...(logger ? { logger: temporalLoggerFromPino(logger.child({ component: 'bundler' }, { level: 'warn' })) } : {}),
-    webpackConfigHook: (config) => {
-      config.resolve = {
-        ...config.resolve,
-        extensionAlias: { '.js': ['.ts', '.js'] },
-      };
-      return config;
-    },
-  });
-}
 
 export type WorkerDeps = {
   logger: Logger;
@@ -109,7 +87,7 @@ export async function createWorker(deps: WorkerDeps): Promise<CairnWorker> {
   const identity = deps.identity ?? workerIdentity();
   const connection = await NativeConnection.connect({ address: deps.temporalAddress });
   await ensureSearchAttributes(connection, deps.namespace, deps.logger);
-  const workflowBundle = deps.workflowBundle ?? (await bundleWorkflows(deps.logger));
+  const workflowBundle = deps.workflowBundle ?? (await bundleWorkflows());
   const queues = taskQueuesFor(deps.taskQueue);
   const slots = { ...DEFAULT_SLOTS, ...deps.slots };
   // One SDK worker per workload: each polls its own queue with its own activity slots (and workflow

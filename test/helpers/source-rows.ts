@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Orm } from '../../shared/db/orm.ts';
 import { bound } from '../../shared/db/sql.ts';
 import { loadConfig } from '../../shared/config.ts';
-import { inProcessExtraction } from '../../shared/ingest/extraction-pool.ts';
+import { inProcessExtraction } from '../../shared/ingest/in-process-extraction.ts';
 import { buildSourceRecords, type ProcessResult } from '../../shared/ingest/build.ts';
 
 // Trusted fixtures, in this process: what these tests measure is storage, not isolation.

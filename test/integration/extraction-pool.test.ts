@@ -3,7 +3,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExtractionError } from '../../shared/ingest/extract/index.ts';
-import { createExtractionPool, inProcessExtraction, type ExtractionPool } from '../../shared/ingest/extraction-pool.ts';
+import { bytesSource } from '../../shared/ingest/extraction-parts.ts';
+import { createExtractionPool, type ExtractionPool } from '../../shared/ingest/extraction-pool.ts';
+import { inProcessExtraction } from '../../shared/ingest/in-process-extraction.ts';
 import { flateBombPdf, keyPathBomb, nestedDivs } from '../helpers/hostile-files.ts';
 
 // Extraction runs in child processes with a CPU-time and a memory limit (issue 24): real processes,
@@ -38,7 +40,7 @@ const alive = async (pid: number) => {
 };
 
 const build = async (pool: ExtractionPool, bytes: Buffer, contentType: 'text/html' | 'application/pdf' | 'application/json' | 'text/markdown') => {
-  const built = await pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', bytes, contentType, crossSiteRedirect: false });
+  const built = await pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', source: bytesSource(bytes), contentType, crossSiteRedirect: false });
   if ('needsOcr' in built) throw new Error('unexpected scanned pages');
   return built;
 };
@@ -92,23 +94,40 @@ describe('extraction processes', () => {
     // Over a million characters and thousands of records: several parts of each.
     const md = Buffer.from(Array.from({ length: 1200 }, (_, j) => `## Part ${j}\n\nStation Vega${j} recorded ${j} storms in ${1900 + (j % 120)}; the keeper was Ines Morales${j}.\n`).join('\n').padEnd(1_300_000, '.'));
     const there = await build(poolWith({}), md, 'text/markdown');
-    const here = await inProcessExtraction(LIMITS).build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', bytes: md, contentType: 'text/markdown', crossSiteRedirect: false });
+    const here = await inProcessExtraction(LIMITS).build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', source: bytesSource(md), contentType: 'text/markdown', crossSiteRedirect: false });
     expect(there.text.length).toBeGreaterThan(1_048_576);
     expect(there.rows.length).toBeGreaterThan(1000);
     expect(there).toEqual(here);
   });
 
-  it('keep a process after a small document, and replace one that grew past half its memory limit', async () => {
+  it('read a build\'s bytes piece by piece as its process asks for them, and end the task with a failed read\'s error', async () => {
+    // The worker reads a stored document in pieces and never holds it whole: the process asks for each.
+    const md = Buffer.from(Array.from({ length: 60_000 }, (_, j) => `Line ${j} of the Orlavik ledger.`).join('\n'));
+    const reads: number[] = [];
+    const source = { size: md.byteLength, read: async (at: number, length: number) => (reads.push(length), md.subarray(at, at + length)) };
+    const pool = poolWith({});
+    const there = await pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', source, contentType: 'text/markdown', crossSiteRedirect: false });
+    expect(there).toEqual(await build(poolWith({}), md, 'text/markdown'));
+    expect(reads.length).toBeGreaterThan(1);
+    expect(Math.max(...reads)).toBeLessThanOrEqual(1_048_576);
+    const failing = { size: md.byteLength, read: async (at: number) => (at > 0 ? Promise.reject(new Error('the row went away')) : md.subarray(0, 1_048_576)) };
+    await expect(pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', source: failing, contentType: 'text/markdown', crossSiteRedirect: false }))
+      .rejects.toThrow('the row went away');
+    // The pool goes on with the next document.
+    await expect(build(pool, Buffer.from('# Next\n\nFine.'), 'text/markdown')).resolves.toMatchObject({ title: 'Next' });
+  });
+
+  it('keep a process after a small document, and replace one that a document grew by more than an eighth of its memory limit', async () => {
     const before = await childrenOf(process.pid);
-    const pool = poolWith({ memoryMb: 600 });
+    const pool = poolWith({});
     const runners = async () => (await childrenOf(process.pid)).filter((p) => !before.includes(p));
     const small = Buffer.from('# Kestrel\n\nKestrel launched in 2024 under Ana Smith.');
     await build(pool, small, 'text/markdown');
     const [first] = await runners();
     await build(pool, small, 'text/markdown');
     expect(await runners()).toEqual([first]);
-    // About 380 MB resident while it builds this (14 MB of text), over 300 MB (half of 600 MB).
-    await pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', bytes: Buffer.from('Paragraph one.\n\n'.repeat(900_000)), contentType: 'text/plain', crossSiteRedirect: false });
+    // 8 MB of text takes it about 250 MB above where it started, more than 128 MB (an eighth of 1024 MB).
+    await pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', source: bytesSource(Buffer.from('Paragraph one.\n\n'.repeat(500_000))), contentType: 'text/plain', crossSiteRedirect: false });
     for (let i = 0; i < 50 && (await alive(first!)); i++) await sleep(100);
     expect(await alive(first!)).toBe(false);
     await build(pool, small, 'text/markdown');
@@ -128,7 +147,8 @@ describe('extraction processes', () => {
       import { createExtractionPool } from ${JSON.stringify(new URL('../../shared/ingest/extraction-pool.ts', import.meta.url).href)};
       const pool = createExtractionPool({ processes: 1, cpuSeconds: 3600, memoryMb: 2048, limits: ${JSON.stringify(LIMITS)} });
       const html = Buffer.from('<html><body>' + '<div>'.repeat(2000000) + '</div>'.repeat(2000000) + '</body></html>');
-      pool.build('x', { jobId: 'x', bytes: html, contentType: 'text/html', crossSiteRedirect: false }).catch(() => {});
+      const source = { size: html.byteLength, read: async (at, length) => html.subarray(at, at + length) };
+      pool.build('x', { jobId: 'x', source, contentType: 'text/html', crossSiteRedirect: false }).catch(() => {});
       setInterval(() => {}, 1000);`;
     const parent = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' });
     let child: number | undefined;

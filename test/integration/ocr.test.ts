@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bytesSource } from '../../shared/ingest/extraction-parts.ts';
 import { createExtractionPool, type ExtractionPool } from '../../shared/ingest/extraction-pool.ts';
 import type { PreparedSource } from '../../shared/ingest/prepare.ts';
 import { proseLines, scannedPdf } from '../helpers/scanned-pdf.ts';
@@ -16,7 +17,7 @@ beforeAll(async () => {
 afterAll(() => pool?.close());
 
 const build = (bytes: Buffer, ocr?: Parameters<ExtractionPool['build']>[1]['ocr']) =>
-  pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000002', bytes, contentType: 'application/pdf', crossSiteRedirect: false, ocr });
+  pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000002', source: bytesSource(bytes), contentType: 'application/pdf', crossSiteRedirect: false, ocr });
 
 describe('OCR of scanned PDF pages', () => {
   it('finds the scanned pages (not the blank one), recognises them, and every record cites its page', { timeout: 120_000 }, async () => {

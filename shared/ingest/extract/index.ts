@@ -8,11 +8,6 @@
  * count) with a warning; live processing omits the option and always extracts in full.
  */
 import { decodeText, hasPdfMagic, isSupportedContentType, parseJsonBytes } from './decode.ts';
-import { extractHtml } from './html.ts';
-import { extractJson } from './json.ts';
-import { extractMarkdown } from './markdown.ts';
-import { extractPdf } from './pdf.ts';
-import { extractPlain } from './plain.ts';
 import {
   ExtractionError,
   UNLIMITED,
@@ -26,7 +21,7 @@ import {
   type SupportedContentType,
 } from './types.ts';
 
-export { SUPPORTED_CONTENT_TYPES, ExtractionError, overLimit } from './types.ts';
+export { SUPPORTED_CONTENT_TYPES, ExtractionError, overLimit, PREVIEW_TEXT_LIMIT } from './types.ts';
 export type {
   DocLink,
   ExpansionLimits,
@@ -79,21 +74,25 @@ function structureOf(outline: OutlineEntry[]): { text: string; sections: Section
   return { text: lines.join('\n'), sections };
 }
 
+/**
+ * Each format's parser is loaded when a document of its type first comes: an extraction process that
+ * only ever sees text does not hold pdf.js or the Markdown and HTML parsers (most of its idle memory).
+ */
 async function run(bytes: Uint8Array, contentType: SupportedContentType, ctx: ExtractContext): Promise<RawExtraction> {
   switch (contentType) {
     case 'application/pdf':
       if (!hasPdfMagic(bytes)) {
         throw new ExtractionError('type_mismatch', undefined, { detail: 'content declared as application/pdf has no %PDF- header' });
       }
-      return extractPdf(bytes, ctx);
+      return (await import('./pdf.ts')).extractPdf(bytes, ctx);
     case 'application/json':
-      return extractJson(parseJsonBytes(bytes), ctx);
+      return (await import('./json.ts')).extractJson(parseJsonBytes(bytes), ctx);
     case 'text/markdown':
-      return extractMarkdown(decodeText(bytes, contentType), ctx);
+      return (await import('./markdown.ts')).extractMarkdown(decodeText(bytes, contentType), ctx);
     case 'text/html':
-      return extractHtml(decodeText(bytes, contentType), ctx);
+      return (await import('./html.ts')).extractHtml(decodeText(bytes, contentType), ctx);
     case 'text/plain':
-      return extractPlain(decodeText(bytes, contentType), ctx);
+      return (await import('./plain.ts')).extractPlain(decodeText(bytes, contentType), ctx);
   }
 }
 

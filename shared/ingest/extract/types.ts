@@ -2,6 +2,9 @@
  * Types shared by the extractors. Re-exported from ./index.ts, which is the public entry point.
  */
 
+/** Above about 384 KB of text a dry run previews document structure only (spec section 8). */
+export const PREVIEW_TEXT_LIMIT = 384_000;
+
 export const SUPPORTED_CONTENT_TYPES = [
   'application/pdf',
   'text/markdown',

@@ -12,7 +12,7 @@ import { deterministicUuid } from '../../ids.ts';
 import { readLongBytes } from '../../db/sql.ts';
 import { getBalance } from '../../metering/ledger.ts';
 import { reserve, settle } from '../../metering/reservations.ts';
-import { ExtractionError } from '../extract/index.ts';
+import { ExtractionError } from '../extract/types.ts';
 import { jobForOcr, storedPages, storePages } from './pages.queries.ts';
 import { verifiedPages, type TextProvider } from './provider.ts';
 
