@@ -24,6 +24,12 @@ export type DispatcherOptions = {
 
 
 /**
+ * How batches run: `run` starts the batch's workflow and resolves when it has finished; `maxEvents` is
+ * the most events one batch may hold. Injected by the worker (shared/temporal/starts.ts).
+ */
+export type MemoryBatches = { run(batchId: string, eventIds: string[]): Promise<unknown>; maxEvents: number };
+
+/**
  * The memory event dispatcher of a worker process. Writes only store their event `queued` and notify;
  * this claims the queued events in batches and starts one workflow per batch, so the Temporal cost of
  * an event (a workflow start, its tasks and its history) is shared by every event of its batch, and the
@@ -32,12 +38,6 @@ export type DispatcherOptions = {
  * grow with it. Nothing here is needed for correctness: the claim is in PostgreSQL, a lost start is
  * dispatched again after `staleMs`, and batches are idempotent.
  */
-/**
- * How batches run: `run` starts the batch's workflow and resolves when it has finished; `maxEvents` is
- * the most events one batch may hold. Injected by the worker (shared/temporal/starts.ts).
- */
-export type MemoryBatches = { run(batchId: string, eventIds: string[]): Promise<unknown>; maxEvents: number };
-
 export function startMemoryDispatcher(deps: { orm: Orm; batches: MemoryBatches; logger: Logger } & DispatcherOptions) {
   const { maxBatch = deps.batches.maxEvents, maxInFlight = 2, staleMs = 30_000, pollMs = 1000, lingerMs = 25 } = deps;
   const log = deps.logger.child({ component: 'memory-dispatcher' });
