@@ -5,6 +5,7 @@ import { runMain } from '../shared/entrypoint.ts';
 import { withAdminContext } from './admin/context.ts';
 import { accountCreateCommand, accountDisableCommand, accountLinkExternalCommand, accountListCommand } from './admin/commands/account.ts';
 import { creditsGrantCommand, creditsShowCommand, limitsSetCommand } from './admin/commands/credits.ts';
+import { memoryEventCommand } from './admin/commands/memory.ts';
 import { selfcheckCommand } from './admin/commands/selfcheck.ts';
 import { sourceReleaseCommand } from './admin/commands/source.ts';
 import { UsageError, type AdminCommand } from './admin/registry.ts';
@@ -19,6 +20,7 @@ const commands: AdminCommand[] = [
   creditsShowCommand,
   limitsSetCommand,
   sourceReleaseCommand,
+  memoryEventCommand,
   selfcheckCommand,
 ];
 

@@ -1,6 +1,7 @@
 // Search attributes of Cairn's workflows (issue 24), registered on the Temporal namespace by the worker
 // at start (and by `npm start` and the test setup on the dev server). In the Temporal UI:
-// `CairnAccount = "<account id>"`, `CairnStatus = "failed"`, `CairnEventIds = "<memory event id>"`.
+// `CairnAccount = "<account id>"`, `CairnStatus = "failed"`, `WorkflowId = "memory-batch-<batch id>"` (the
+// batch of a memory event: `npm run admin -- memory event --id <event id>`).
 // Workflow-safe: it imports only @temporalio/common.
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
@@ -12,7 +13,5 @@ export const CAIRN_KIND = defineSearchAttributeKey('CairnKind', SearchAttributeT
 export const CAIRN_CONTENT_TYPE = defineSearchAttributeKey('CairnContentType', SearchAttributeType.KEYWORD);
 /** The final status of the job or batch: succeeded, quarantined or failed (a batch with a failed event is failed). */
 export const CAIRN_STATUS = defineSearchAttributeKey('CairnStatus', SearchAttributeType.KEYWORD);
-/** The memory events of a batch. */
-export const CAIRN_EVENT_IDS = defineSearchAttributeKey('CairnEventIds', SearchAttributeType.KEYWORD_LIST);
 
-export const CAIRN_SEARCH_ATTRIBUTES = [CAIRN_ACCOUNT, CAIRN_KIND, CAIRN_CONTENT_TYPE, CAIRN_STATUS, CAIRN_EVENT_IDS] as const;
+export const CAIRN_SEARCH_ATTRIBUTES = [CAIRN_ACCOUNT, CAIRN_KIND, CAIRN_CONTENT_TYPE, CAIRN_STATUS] as const;

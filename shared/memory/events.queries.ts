@@ -172,3 +172,13 @@ export async function insertDeletionEvent(tx: Em, e: { id: string; accountId: st
   await bound(tx, sql`insert into memory_event (id, account_id, kind, status, ${TARGET[e.kind]}, ${sql.raw(`${e.kind}_label`)}, audience)
     values (${e.id}, ${e.accountId}, ${e.kind === 'peer' ? 'delete_peer' : 'delete_session'}, 'queued', ${e.targetId}, ${e.label}, ${e.audience})`);
 }
+
+/**
+ * An event and the batch that last took it, for operators (`admin memory event`): the batch's workflow
+ * in the Temporal UI is `memory-batch-<batch_id>`. Undefined when there is no such event.
+ */
+export async function eventBatch(em: Em, eventId: string) {
+  const [row] = await bound<{ id: string; account_id: string; kind: EventKind; status: string; batch_id: string | null; dispatched_at: Date | null }>(
+    em, sql`select id, account_id, kind, status, batch_id, dispatched_at from memory_event where id = ${eventId}`);
+  return row;
+}

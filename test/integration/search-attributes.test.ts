@@ -3,10 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../shared/auth/accounts.ts';
 import { createApiKey } from '../../shared/auth/api-keys.ts';
 import { loadConfig } from '../../shared/config.ts';
+import { runAdmin } from '../helpers/admin.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
-// Operators can see and filter (issue 24): a failed job is found as failed, a memory event by its id,
+// Operators can see and filter (issue 24): a failed job is found as failed, a memory event's batch by the event id,
 // an account's work by the account, through the Temporal visibility queries the UI runs.
 
 let db: TestDatabase;
@@ -62,7 +63,17 @@ describe('search attributes', () => {
     await post('/v1/workspaces/default/peers', { id: 'ana' });
     await post('/v1/workspaces/default/sessions', { id: 'chat' });
     const receipt = await post('/v1/workspaces/default/sessions/chat/messages', { peer_id: 'ana', messages: [{ role: 'user', content: 'I live in Orlavik.' }] });
-    await expect.poll(() => ids(`CairnEventIds = "${receipt.event_id}" AND CairnKind = "memory-batch" AND CairnStatus = "succeeded"`),
+    // The operator's way from an event id to its batch: `npm run admin -- memory event --id <event id>`.
+    let shown: Record<string, any> = {}; // eslint-disable-line @typescript-eslint/no-explicit-any
+    await expect.poll(async () => {
+      shown = (await runAdmin(db.url, 'memory', 'event', '--id', receipt.event_id)).json as typeof shown;
+      return shown?.status;
+    }, { timeout: 60_000, interval: 500 }).toBe('succeeded');
+    expect(shown).toMatchObject({ id: receipt.event_id, accountId, kind: 'add_messages', workflowId: `memory-batch-${shown.batchId}` });
+    await expect.poll(() => ids(`WorkflowId = "${shown.workflowId}" AND CairnKind = "memory-batch" AND CairnStatus = "succeeded"`),
       { timeout: 60_000, interval: 500 }).toHaveLength(1);
+    const unknown = await runAdmin(db.url, 'memory', 'event', '--id', randomUUID());
+    expect(unknown.code).toBe(64);
+    expect(unknown.stderr).toMatch(/No memory event/);
   });
 });

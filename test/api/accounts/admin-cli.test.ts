@@ -1,6 +1,5 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdmin } from '../../helpers/admin.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startApi, testTemporalClient } from '../../helpers/services.ts';
 import {
@@ -22,7 +21,6 @@ let sql: Sql;
 let api: Awaited<ReturnType<typeof startApi>>;
 let client: ApiClient;
 const temporal = testTemporalClient();
-const ADMIN = path.resolve(import.meta.dirname, '../../../cli/admin.ts');
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -37,27 +35,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-type Run = { code: number; stdout: string; stderr: string; json: Json };
-
-function admin(...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [ADMIN, ...args],
-      { env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'warn' }, timeout: 30_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        let json: Json;
-        try {
-          json = stdout.trim() ? JSON.parse(stdout) : undefined;
-        } catch {
-          json = undefined; // not JSON: the assertions on `json` report it
-        }
-        resolve({ code, stdout, stderr, json });
-      },
-    );
-  });
-}
+const admin = (...args: string[]) => runAdmin(db.url, ...args);
 
 const SUMMARY_KEYS = [
   'createdAt',
