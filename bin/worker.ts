@@ -76,11 +76,7 @@ runMain(async () => {
           identity,
           activities,
           // Every worker dispatches memory events (writes only queue them): one batch workflow per claim.
-          background: (client) => startMemoryDispatcher({
-            orm, batches: workflowStarts(client, config.temporal.taskQueue).memoryBatches, logger,
-            // One batch per memory slot: a batch holds at most 50 events (their ids are a search attribute).
-            maxInFlight: config.worker.slots.memory,
-          }),
+          background: (client) => startMemoryDispatcher({ orm, batches: workflowStarts(client, config.temporal.taskQueue).memoryBatches, logger }),
           temporalAddress: requireTemporalAddress(config),
           namespace: config.temporal.namespace,
           taskQueue: config.temporal.taskQueue,
