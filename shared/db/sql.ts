@@ -120,8 +120,6 @@ export async function prepared<T = Record<string, unknown>>(em: EntityManager, .
 // single 50 MB value costs several hundred MB of transient memory. Long values travel in pieces instead.
 
 const TEXT_PIECE_CHARS = 4_000_000;
-/** Small enough that a piece's hex text and its buffer are little garbage; 50 pieces for 50 MB. */
-export const BYTES_PIECE = 1024 * 1024;
 
 /** Sets `table.column` of one row to `text`, sent in pieces and joined by PostgreSQL. Needs a transaction. */
 export async function writeLongText(tx: EntityManager, table: string, column: string, id: string, text: string): Promise<void> {
@@ -149,44 +147,10 @@ export async function writeLongText(tx: EntityManager, table: string, column: st
 }
 
 /**
- * Reads a bytea column of one row in slices into one buffer. The column should use storage EXTERNAL
- * (uncompressed), so each slice reads only its own TOAST chunks.
- */
-export async function readLongBytes(
-  em: EntityManager,
-  table: string,
-  column: string,
-  keyColumn: string,
-  key: string,
-  /** The value's octet_length when the caller already read it (saves a round trip). */
-  knownSize?: number | null,
-): Promise<Buffer | null> {
-  let size = knownSize;
-  if (size === undefined) {
-    const [row] = await bound<{ size: number | null }>(em, `select octet_length(${column}) as size from ${table} where ${keyColumn} = ?`, [key]);
-    size = row?.size;
-  }
-  if (size === null || size === undefined) return null;
-  size = Number(size);
-  // Small values (most uploads) come back in one piece: one round trip, no copy.
-  if (size <= BYTES_PIECE) {
-    const [row] = await bound<{ piece: Buffer }>(em, `select ${column} as piece from ${table} where ${keyColumn} = ?`, [key]);
-    return row?.piece ?? null;
-  }
-  const read = longBytesReader(em, table, column, keyColumn, key);
-  const out = Buffer.allocUnsafe(size);
-  for (let at = 0; at < size; at += BYTES_PIECE) {
-    const piece = await read(at, BYTES_PIECE);
-    if (!piece) return null; // the row went away mid-read
-    piece.copy(out, at);
-  }
-  return out;
-}
-
-/**
  * Reads slices of a bytea column of one row: `length` bytes from `at` (0-based); null when the row is
- * gone. For values read piece by piece without ever holding them whole (readLongBytes, a build's
- * bytes streamed to its extraction process).
+ * gone. The column should use storage EXTERNAL (uncompressed), so each slice reads only its own TOAST
+ * chunks. Long values are read piece by piece (shared/ingest/extraction-parts.ts, readAll and the
+ * extraction process's requests), never in one statement.
  */
 export function longBytesReader(em: EntityManager, table: string, column: string, keyColumn: string, key: string) {
   return async (at: number, length: number): Promise<Buffer | null> => {
