@@ -11,11 +11,11 @@ const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.m
  * type stripping needs them); the bundler resolves those as plain files, and `.js` specifiers are
  * mapped to `.ts` for good measure (sdk-typescript#1185).
  */
-export async function bundleWorkflowsHere(logger?: Logger): Promise<WorkflowBundle> {
+export async function bundleWorkflowsHere(logger: Logger): Promise<WorkflowBundle> {
   return bundleWorkflowCode({
     workflowsPath,
     // webpack's report is noise at info level; keep it for debugging.
-    ...(logger ? { logger: temporalLoggerFromPino(logger.child({ component: 'bundler' }, { level: 'warn' })) } : {}),
+    logger: temporalLoggerFromPino(logger.child({ component: 'bundler' }, { level: 'warn' })),
     webpackConfigHook: (config) => {
       config.resolve = {
         ...config.resolve,
