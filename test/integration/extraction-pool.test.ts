@@ -136,9 +136,24 @@ describe('extraction processes', () => {
 
   it('carry a refusal across the process boundary as the ExtractionError it was', async () => {
     const pool = poolWith({});
-    await expect(pool.check('account-a', Buffer.from('%PDF-1.7 not markdown'), 'text/markdown')).rejects.toMatchObject({ reason: 'type_mismatch' });
-    await expect(pool.check('account-a', Buffer.from('{"a": '), 'application/json')).rejects.toMatchObject({ reason: 'type_mismatch' });
-    await expect(pool.check('account-a', Buffer.from('# fine'), 'text/markdown')).resolves.toBeUndefined();
+    // Over the sizes checked in the calling process (1 MiB of text, 16 KiB of JSON): these cross.
+    await expect(pool.check('account-a', Buffer.from(`%PDF-1.7 ${'x'.repeat(1_100_000)}`), 'text/markdown')).rejects.toMatchObject({ reason: 'type_mismatch' });
+    await expect(pool.check('account-a', Buffer.from(`[${'1,'.repeat(10_000)}`), 'application/json')).rejects.toMatchObject({ reason: 'type_mismatch' });
+    await expect(pool.check('account-a', Buffer.from(`# fine\n\n${'Fine text. '.repeat(100_000)}`), 'text/markdown')).resolves.toBeUndefined();
+  });
+
+  it('check small bytes in the calling process, refusing them the same way, without waiting for a busy process', async () => {
+    const pool = poolWith({ cpuSeconds: 5 });
+    // The pool's one process is taken by another account's pathological document until its CPU limit.
+    const busy = build(pool, nestedDivs(400_000), 'text/html').then(() => 'build', () => 'build');
+    const checks = Promise.all([
+      expect(pool.check('account-b', Buffer.from('%PDF-1.7 not markdown'), 'text/markdown')).rejects.toMatchObject({ reason: 'type_mismatch' }),
+      expect(pool.check('account-b', Buffer.from('{"a": '), 'application/json')).rejects.toMatchObject({ reason: 'type_mismatch' }),
+      expect(pool.check('account-b', Buffer.from('# fine'), 'text/markdown')).resolves.toBeUndefined(),
+      expect(pool.check('account-b', Buffer.from('%PDF-1.7\n'), 'application/pdf')).resolves.toBeUndefined(),
+    ]).then(() => 'checks');
+    expect(await Promise.race([busy, checks])).toBe('checks');
+    expect(await busy).toBe('build');
   });
 
   it('do not outlive a parent that was killed', async () => {
