@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bound, sql } from '../db/sql.ts';
+import { bound, longBytesReader, sql } from '../db/sql.ts';
 import { sha256Hex } from '../hash.ts';
 import { recordTermRows } from '../retrieval/terms.queries.ts';
+import type { ByteSource } from './extraction-parts.ts';
 import type { JobFailure } from './jobs.queries.ts';
 import type { RecordCounts, RecordRow } from './prepare.ts';
 
@@ -34,6 +35,15 @@ export async function loadJob(em: EntityManager, jobId: string, attempt?: number
     );
   if (!job) throw new Error(`ingest job ${jobId} does not exist`);
   return job;
+}
+
+/**
+ * A job's stored bytes as a source read piece by piece (`size` as read with the job: its octet_length,
+ * null when nothing is stored, which is an error here).
+ */
+export function storedBytes(em: EntityManager, jobId: string, size: number | null): ByteSource {
+  if (size === null) throw new Error(`ingest job ${jobId} has no stored bytes`);
+  return { size: Number(size), read: longBytesReader(em, 'ingest_blob', 'bytes', 'job_id', jobId) };
 }
 
 export async function recordAttempt(em: EntityManager, jobId: string, attempt: number): Promise<void> {

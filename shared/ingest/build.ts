@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { longBytesReader, writeLongText } from '../db/sql.ts';
+import { writeLongText } from '../db/sql.ts';
 
 import type { SupportedContentType } from './extract/index.ts';
 import type { ExtractionPool } from './extraction-pool.ts';
@@ -7,7 +7,7 @@ import { addToLexicon } from './lexicon.ts';
 import type { RecordCounts } from './prepare.ts';
 import {
   activateQuarantined, builtJob, deleteBlob, deleteRecords, endBuiltJob, endFailedJob, endSucceededJob, insertRecords, loadJob,
-  deleteOcrPages, releaseQuarantinedJob, sourceOfDeletion, storedFetch, storeFetched, tombstoneSource, upsertSource,
+  deleteOcrPages, releaseQuarantinedJob, sourceOfDeletion, storedBytes, storedFetch, storeFetched, tombstoneSource, upsertSource,
 } from './build.queries.ts';
 import { embedForStorage, toHex, type Embedder } from '../retrieval/embeddings.ts';
 import { fetchSource } from './fetch-source.ts';
@@ -73,14 +73,13 @@ export async function buildSourceRecords(
   const job = await loadJob(em, jobId, attempt);
   // A retry after the transaction below committed (the worker died before reporting): report what was stored.
   if (job.status === 'succeeded' || job.status === 'quarantined') return storedResult(em, jobId, job.status);
-  const blob = job.blob_content_type === null ? null : { content_type: job.blob_content_type, final_url: job.blob_final_url };
-  if (!blob || job.blob_size === null) throw new Error(`ingest job ${jobId} has no stored bytes`);
   // Read piece by piece as the extraction process asks: the worker never holds the whole document.
-  const bytes = { size: Number(job.blob_size), read: longBytesReader(em, 'ingest_blob', 'bytes', 'job_id', jobId) };
-  const contentType = blob.content_type as SupportedContentType;
+  const bytes = storedBytes(em, jobId, job.blob_size);
+  // A stored blob always has its content type (not null in ingest_blob).
+  const contentType = job.blob_content_type as SupportedContentType;
   const ocr = contentType === 'application/pdf' ? await storedPages(em, jobId) : [];
   const source = await pool.build(job.account_id, {
-    jobId, source: bytes, contentType, sourceUrl: blob.final_url ?? job.source_url ?? undefined, crossSiteRedirect: fetch?.crossSiteRedirect ?? false, ocr,
+    jobId, source: bytes, contentType, sourceUrl: job.blob_final_url ?? job.source_url ?? undefined, crossSiteRedirect: fetch?.crossSiteRedirect ?? false, ocr,
   });
   if ('needsOcr' in source) return { status: 'needs_ocr', pages: source.needsOcr };
   const decision = source.quarantine;
@@ -93,7 +92,7 @@ export async function buildSourceRecords(
   await addToLexicon(em, job.account_id, source.words);
   await em.transactional(async (tx) => {
     await upsertSource(tx, {
-      id: jobId, accountId: job.account_id, kind: job.kind, url: blob.final_url ?? job.source_url, filename: job.filename, contentType,
+      id: jobId, accountId: job.account_id, kind: job.kind, url: job.blob_final_url ?? job.source_url, filename: job.filename, contentType,
       title: source.title, datedAt: job.dated_at, status: decision.quarantine ? 'quarantined' : 'active',
       quarantineReason: decision.quarantine ? decision.reason : null, contentHash: source.textHash, sections: source.sections, audience: job.audience,
     });

@@ -9,10 +9,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../errors.ts';
 import { deterministicUuid } from '../../ids.ts';
-import { longBytesReader } from '../../db/sql.ts';
 import { getBalance } from '../../metering/ledger.ts';
 import { reserve, settle } from '../../metering/reservations.ts';
 import { ExtractionError } from '../extract/types.ts';
+import { storedBytes } from '../build.queries.ts';
 import { readAll } from '../extraction-parts.ts';
 import { jobForOcr, storedPages, storePages } from './pages.queries.ts';
 import { verifiedPages, type TextProvider } from './provider.ts';
@@ -38,8 +38,7 @@ export async function recogniseJobPages(
   // Credits for every page are checked before any work (spec 3.3: a job that cannot pay fails, not retryable).
   const balance = await getBalance(em, job.account_id);
   if (balance.monthly + balance.onboarding < todo.length * rate) throw noCredits(todo.length);
-  if (job.size === null) throw new Error(`ingest job ${input.jobId} has no stored bytes`);
-  const bytes = await readAll({ size: Number(job.size), read: longBytesReader(em, 'ingest_blob', 'bytes', 'job_id', input.jobId) });
+  const bytes = await readAll(storedBytes(em, input.jobId, job.size));
 
   const owner = { id: input.jobId, accountId: job.account_id };
   for (let i = 0; i < todo.length; i += OCR_BATCH_PAGES) {
