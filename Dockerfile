@@ -17,7 +17,10 @@ RUN npm ci --omit=dev --no-audit --no-fund
 COPY api ./api
 COPY activities ./activities
 COPY workflows ./workflows
-COPY shared ./shared
+COPY core ./core
+COPY platform ./platform
+COPY temporal ./temporal
+COPY runners ./runners
 COPY cli ./cli
 COPY bin ./bin
 COPY --from=console /app/api/console/dist ./api/console/dist

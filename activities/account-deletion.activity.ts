@@ -2,7 +2,7 @@ import {
   finalizeAccountDeletion,
   purgeAccountData,
   revokeAccountCredentials,
-} from '../shared/auth/account-deletion.ts';
+} from '../core/auth/account-deletion.ts';
 import type { ActivityDeps } from './deps.ts';
 import { withHeartbeats } from './heartbeats.ts';
 

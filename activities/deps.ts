@@ -1,8 +1,8 @@
-import type { Orm } from '../shared/db/orm.ts';
-import type { ExtractionPool } from '../shared/ingest/extraction-pool.ts';
-import type { Logger } from '../shared/logger.ts';
-import type { OpenAiDeriverConfig } from '../shared/memory/openai-deriver.ts';
-import type { Embedder } from '../shared/retrieval/embeddings.ts';
+import type { Orm } from '../platform/db/orm.ts';
+import type { ExtractionPool } from '../core/ingest/extraction/pool.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { OpenAiDeriverConfig } from '../core/memory/openai-deriver.ts';
+import type { Embedder } from '../core/retrieval/embeddings.ts';
 
 export type ActivityDeps = {
   orm: Orm;

@@ -2,7 +2,7 @@ import type { ActivityDeps } from './deps.ts';
 import { createAccountDeletionActivities } from './account-deletion.activity.ts';
 import { createIngestActivities } from './ingest.activity.ts';
 import { createMemoryActivities } from './memory.activity.ts';
-import { createConfiguredDeriver } from '../shared/memory/openai-deriver.ts';
+import { createConfiguredDeriver } from '../core/memory/openai-deriver.ts';
 import { createRecordSelfCheck } from './record-self-check.activity.ts';
 import { createSettleStaleReservations } from './settle-reservation.activity.ts';
 

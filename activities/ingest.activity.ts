@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { AppError } from '../shared/errors.ts';
-import { ExtractionError } from '../shared/ingest/extract/types.ts';
+import { AppError } from '../platform/errors.ts';
+import { ExtractionError } from '../core/ingest/extract/types.ts';
 import {
   acquireSource,
   buildSourceRecords,
@@ -8,11 +8,11 @@ import {
   deleteSourceRecords,
   failJob,
   UnsupportedSourceError,
-} from '../shared/ingest/build.ts';
-import { recordAttempt } from '../shared/ingest/build.queries.ts';
-import { recogniseJobPages } from '../shared/ingest/ocr/live.ts';
-import { localOcrProvider } from '../shared/ingest/ocr/provider.ts';
-import { FetchRefusedError } from '../shared/ingest/safe-fetch.ts';
+} from '../core/ingest/build/build.ts';
+import { recordAttempt } from '../core/ingest/build/build.queries.ts';
+import { recogniseJobPages } from '../core/ingest/ocr/live.ts';
+import { localOcrProvider } from '../core/ingest/ocr/provider.ts';
+import { FetchRefusedError } from '../platform/net/safe-fetch.ts';
 import type { ActivityDeps } from './deps.ts';
 import { withHeartbeats } from './heartbeats.ts';
 
@@ -58,7 +58,7 @@ export function createIngestActivities(deps: ActivityDeps) {
         throw asFailure(err);
       }
     },
-    /** OCR of the job's scanned pages, in batches billed once across retries (shared/ingest/ocr/live.ts). */
+    /** OCR of the job's scanned pages, in batches billed once across retries (core/ingest/ocr/live.ts). */
     async recogniseIngestPages(input: { jobId: string; pages: number[] }) {
       const ctx = Context.current();
       try {

@@ -1,10 +1,10 @@
-import { processBatch } from '../shared/memory/batch.ts';
-import type { ClaimDeriver } from '../shared/memory/deriver.ts';
-import { failEvents } from '../shared/memory/event-steps.ts';
+import { processBatch } from '../core/memory/batch.ts';
+import type { ClaimDeriver } from '../core/memory/deriver.ts';
+import { failEvents } from '../core/memory/event-steps.ts';
 import type { ActivityDeps } from './deps.ts';
 import { withHeartbeats } from './heartbeats.ts';
 
-/** Memory event activities: thin adapters over shared/memory (idempotent by construction). */
+/** Memory event activities: thin adapters over core/memory (idempotent by construction). */
 export function createMemoryActivities(deps: ActivityDeps, deriver: ClaimDeriver) {
   return {
     async processMemoryBatch(input: { batchId: string; eventIds: string[] }) {

@@ -1,5 +1,5 @@
 import type { ActivityDeps } from './deps.ts';
-import { recordSelfCheck } from '../shared/ops/self-check.ts';
+import { recordSelfCheck } from '../platform/ops/self-check.ts';
 
 export function createRecordSelfCheck(deps: ActivityDeps) {
   return async function recordSelfCheckActivity(input: { checkId: string; requestedBy: string }) {

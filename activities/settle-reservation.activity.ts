@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
-import { AppError } from '../shared/errors.ts';
-import { settle, staleReservations } from '../shared/metering/reservations.ts';
+import { AppError } from '../platform/errors.ts';
+import { settle, staleReservations } from '../core/metering/reservations.ts';
 import type { ActivityDeps } from './deps.ts';
 
 const SWEEP_BATCH = 200;

@@ -1,18 +1,18 @@
-import type { SearchIndex } from '../shared/retrieval/search-index.ts';
+import type { SearchIndex } from '../core/retrieval/search-index.ts';
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ZodType } from 'zod';
-import type { Config } from '../shared/config.ts';
-import { withoutControlCharacters } from '../shared/contracts/common.ts';
-import type { Orm } from '../shared/db/orm.ts';
-import type { ExtractionPool } from '../shared/ingest/extraction-pool.ts';
-import type { FreeWorkLimiter } from '../shared/ops/free-work.ts';
-import type { Logger } from '../shared/logger.ts';
-import type { ApiMetrics } from '../shared/ops/metrics.ts';
-import type { RateLimiter } from '../shared/metering/rate-limit.ts';
-import type { OauthServer } from '../shared/oauth/server.ts';
-import type { TemporalClientHandle } from '../shared/temporal/client.ts';
+import type { Config } from '../platform/config.ts';
+import { withoutControlCharacters } from '../core/contracts/common.ts';
+import type { Orm } from '../platform/db/orm.ts';
+import type { ExtractionPool } from '../core/ingest/extraction/pool.ts';
+import type { FreeWorkLimiter } from '../platform/ops/free-work.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { ApiMetrics } from '../platform/ops/metrics.ts';
+import type { RateLimiter } from '../core/metering/rate-limit.ts';
+import type { OauthServer } from '../core/oauth/server.ts';
+import type { TemporalClientHandle } from '../temporal/client.ts';
 import { mcpEndpoint, protectedResourceMetadata } from './mcp/endpoint.ts';
 import { MCP_TOOLS } from './mcp/tools/index.ts';
 import type { McpTool } from './mcp/tools/registry.ts';
@@ -36,7 +36,7 @@ import { healthRoutes, type ReadinessCheck } from './routes/health/index.ts';
 import { INGEST_API, INGEST_CONSOLE, ingestJobRoutes } from './routes/ingest/jobs.ts';
 import { ingestSubmitRoutes } from './routes/ingest/submit.ts';
 import { queryRoutes } from './routes/query/index.ts';
-import { queryServices } from '../shared/query/run.ts';
+import { queryServices } from '../core/query/run.ts';
 import { memoryClaimRoutes } from './routes/memory/claims.ts';
 import { MEMORY_API, MEMORY_CONSOLE } from './routes/memory/common.ts';
 import { memoryConversationRoutes } from './routes/memory/conversation.ts';
@@ -151,4 +151,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (api) app.get('/.well-known/oauth-protected-resource/mcp', { schema: { hide: true } }, async () => protectedResourceMetadata(deps.config, resource));
   }
   return app;
+}
+
+/**
+ * The MCP listener on MCP_PORT, whose root is {mcp_url}. It shares the API's plugins (errors, request
+ * ids, health) so both listeners behave alike; the MCP routes themselves register here.
+ */
+export async function buildMcpApp(deps: AppDeps): Promise<FastifyInstance> {
+  return buildApp({ ...deps, surface: 'mcp' });
 }

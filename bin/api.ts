@@ -1,17 +1,16 @@
 // Production entrypoint: the HTTP API on PORT and the MCP listener on MCP_PORT.
-import { buildApp } from '../api/app.ts';
-import { buildMcpApp } from '../api/mcp/app.ts';
-import { loadConfig, requireDatabaseUrl, requireTemporalAddress } from '../shared/config.ts';
-import { createOrm, migrate, pingDatabase } from '../shared/db/orm.ts';
-import { createLogger } from '../shared/logger.ts';
-import { exitWithSupervisor, onShutdown, runMain } from '../shared/entrypoint.ts';
-import { createRateLimiter } from '../shared/metering/rate-limit.ts';
-import { extractionPoolFor } from '../shared/ingest/extraction-pool.ts';
-import { createOauthServer } from '../shared/oauth/server.ts';
-import { createFreeWorkLimiter } from '../shared/ops/free-work.ts';
-import { createApiMetrics } from '../shared/ops/metrics.ts';
-import { searchIndexFor } from '../shared/retrieval/search-index.ts';
-import { createTemporalClient } from '../shared/temporal/client.ts';
+import { buildApp, buildMcpApp } from '../api/app.ts';
+import { loadConfig, requireDatabaseUrl, requireTemporalAddress } from '../platform/config.ts';
+import { createOrm, migrate, pingDatabase } from '../platform/db/orm.ts';
+import { createLogger } from '../platform/logger.ts';
+import { exitWithSupervisor, onShutdown, runMain } from '../platform/entrypoint.ts';
+import { createRateLimiter } from '../core/metering/rate-limit.ts';
+import { extractionPoolFor } from '../core/ingest/extraction/pool.ts';
+import { createOauthServer } from '../core/oauth/server.ts';
+import { createFreeWorkLimiter } from '../platform/ops/free-work.ts';
+import { createApiMetrics } from '../platform/ops/metrics.ts';
+import { searchIndexFor } from '../core/retrieval/search-index.ts';
+import { createTemporalClient } from '../temporal/client.ts';
 
 runMain(async () => {
   const config = loadConfig();

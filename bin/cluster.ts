@@ -6,18 +6,18 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
-import { startBalancer, type Balancer, type Upstream } from '../shared/cluster/balancer.ts';
-import { clusterLayout, loadClusterSettings, type ClusterLayout } from '../shared/cluster/layout.ts';
-import { supervise, type Supervised } from '../shared/cluster/supervisor.ts';
+import { startBalancer, type Balancer, type Upstream } from '../runners/cluster/balancer.ts';
+import { clusterLayout, loadClusterSettings, type ClusterLayout } from '../runners/cluster/layout.ts';
+import { supervise, type Supervised } from '../runners/cluster/supervisor.ts';
 import {
   ensureNamespace, resolveTemporalBinaries, setUpTemporalSchemas, temporalServerArgs, temporalServerEnv,
-} from '../shared/cluster/temporal.ts';
-import { loadConfig, type Config } from '../shared/config.ts';
-import { provideDatabase } from '../shared/local/infra.ts';
-import { assertPortFree } from '../shared/local/preflight.ts';
-import { createLogger, type Logger } from '../shared/logger.ts';
-import { describeFailure, runMain, supervisorShutdown, waitFor } from '../shared/entrypoint.ts';
-import { temporalServing } from '../shared/temporal/dev-server.ts';
+} from '../runners/cluster/temporal.ts';
+import { loadConfig, type Config } from '../platform/config.ts';
+import { provideDatabase } from '../runners/local/infra.ts';
+import { assertPortFree } from '../runners/preflight.ts';
+import { createLogger, type Logger } from '../platform/logger.ts';
+import { describeFailure, runMain, supervisorShutdown, waitFor } from '../platform/entrypoint.ts';
+import { temporalServing } from '../runners/temporal-server/dev-server.ts';
 
 const say = (message: string) => process.stdout.write(`[cluster] ${message}\n`);
 const script = (name: string) => fileURLToPath(new URL(`./${name}.ts`, import.meta.url));

@@ -1,8 +1,8 @@
 // `npm run migrate`: applies committed migrations to DATABASE_URL (or the embedded PostgreSQL).
-import { loadConfig } from '../shared/config.ts';
-import { createOrm, migrate } from '../shared/db/orm.ts';
-import { provideDatabase } from '../shared/local/infra.ts';
-import { runMain } from '../shared/entrypoint.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createOrm, migrate } from '../platform/db/orm.ts';
+import { provideDatabase } from '../runners/local/infra.ts';
+import { runMain } from '../platform/entrypoint.ts';
 
 runMain(async () => {
   const config = loadConfig();

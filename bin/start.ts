@@ -2,12 +2,12 @@
 // migrates, runs the worker and the API as child processes, and stops everything on Ctrl-C.
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../shared/config.ts';
-import { createLocalAccountIfEmpty } from '../shared/auth/accounts.ts';
-import { createOrm, migrate } from '../shared/db/orm.ts';
-import { provideDatabase, provideTemporal, writeLocalCredentials } from '../shared/local/infra.ts';
-import { assertDataDirFree, assertPortFree } from '../shared/local/preflight.ts';
-import { answersOk, describeFailure, runMain, stopChild, supervisorShutdown, waitFor, workerReady } from '../shared/entrypoint.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createLocalAccountIfEmpty } from '../core/auth/accounts.ts';
+import { createOrm, migrate } from '../platform/db/orm.ts';
+import { provideDatabase, provideTemporal, writeLocalCredentials } from '../runners/local/infra.ts';
+import { assertDataDirFree, assertPortFree } from '../runners/preflight.ts';
+import { answersOk, describeFailure, runMain, stopChild, supervisorShutdown, waitFor, workerReady } from '../platform/entrypoint.ts';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
 
 const say = (message: string) => process.stdout.write(`[cairn] ${message}\n`);

@@ -1,7 +1,7 @@
 // `npm run temporal:cli`: finds or builds the Temporal CLI and prints its path.
-import { loadConfig } from '../shared/config.ts';
-import { runMain } from '../shared/entrypoint.ts';
-import { resolveTemporalCli } from '../shared/temporal/cli.ts';
+import { loadConfig } from '../platform/config.ts';
+import { runMain } from '../platform/entrypoint.ts';
+import { resolveTemporalCli } from '../runners/temporal-server/cli.ts';
 
 runMain(async () => {
   const config = loadConfig();

@@ -1,19 +1,19 @@
 // Production entrypoint: Temporal workers on the workload queues derived from TEMPORAL_TASK_QUEUE
 // (memory, ingest, maintenance), each with its own slots. Run as many processes as needed.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadConfig, requireDatabaseUrl, requireTemporalAddress, type Config } from '../shared/config.ts';
-import { createOrm, type Orm } from '../shared/db/orm.ts';
-import { createLogger, type Logger } from '../shared/logger.ts';
-import { exitWithSupervisor, onShutdown, runMain } from '../shared/entrypoint.ts';
-import { createWorkerMetrics, serveMetrics } from '../shared/ops/metrics.ts';
-import { lowerOwnPriority } from '../shared/ops/priority.ts';
+import { loadConfig, requireDatabaseUrl, requireTemporalAddress, type Config } from '../platform/config.ts';
+import { createOrm, type Orm } from '../platform/db/orm.ts';
+import { createLogger, type Logger } from '../platform/logger.ts';
+import { exitWithSupervisor, onShutdown, runMain } from '../platform/entrypoint.ts';
+import { createWorkerMetrics, serveMetrics } from '../platform/ops/metrics.ts';
+import { lowerOwnPriority } from '../platform/ops/priority.ts';
 import { createActivities } from '../activities/index.ts';
-import { extractionPoolFor, type ExtractionPool } from '../shared/ingest/extraction-pool.ts';
-import { startMemoryDispatcher } from '../shared/memory/dispatcher.ts';
-import { createEmbedder } from '../shared/retrieval/embeddings.ts';
-import { taskQueuesFor, workflowStarts } from '../shared/temporal/starts.ts';
-import { bundleWorkflows } from '../shared/temporal/bundle.ts';
-import { createWorker, workerIdentity, type CairnWorker } from '../shared/temporal/worker.ts';
+import { extractionPoolFor, type ExtractionPool } from '../core/ingest/extraction/pool.ts';
+import { startMemoryDispatcher } from '../core/memory/dispatcher.ts';
+import { createEmbedder } from '../core/retrieval/embeddings.ts';
+import { taskQueuesFor, workflowStarts } from '../temporal/starts.ts';
+import { bundleWorkflows } from '../temporal/bundle.ts';
+import { createWorker, workerIdentity, type CairnWorker } from '../temporal/worker.ts';
 
 /** Every activity, bound to this process's dependencies (built once: they outlive reconnects). */
 function activitiesOf(config: Config, deps: { orm: Orm; logger: Logger; extraction: ExtractionPool; identity: string }) {
@@ -31,7 +31,7 @@ function activitiesOf(config: Config, deps: { orm: Orm; logger: Logger; extracti
 runMain(async () => {
   const config = loadConfig();
   const logger = createLogger(config, { name: 'worker' });
-  // Background work yields the CPU to request handling on a shared host (shared/ops/priority.ts).
+  // Background work yields the CPU to request handling on a platform host (platform/ops/priority.ts).
   // First thing, so every thread started later inherits it.
   const nice = config.worker.nice;
   if (nice > 0 && lowerOwnPriority(nice) === 0) logger.warn({ nice }, 'worker priority not lowered');

@@ -1,7 +1,7 @@
 // Operator commands: `npm run --silent admin -- <command> [flags]`. Each prints one JSON object.
-import { loadConfig } from '../shared/config.ts';
-import { AppError } from '../shared/errors.ts';
-import { runMain } from '../shared/entrypoint.ts';
+import { loadConfig } from '../platform/config.ts';
+import { AppError } from '../platform/errors.ts';
+import { runMain } from '../platform/entrypoint.ts';
 import { withAdminContext } from './admin/context.ts';
 import { accountCreateCommand, accountDisableCommand, accountLinkExternalCommand, accountListCommand } from './admin/commands/account.ts';
 import { creditsGrantCommand, creditsShowCommand, limitsSetCommand } from './admin/commands/credits.ts';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { scratchPostgres, scratchTemporal } from './helpers/ephemeral.ts';
-import { bundleWorkflows } from '../shared/temporal/bundle.ts';
+import { bundleWorkflows } from '../temporal/bundle.ts';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
 import { ensureChromium } from './helpers/chromium.ts';
 

@@ -52,7 +52,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<{ status: stri
       result = await building.buildIngestRecords(build);
       if (result.status === 'needs_ocr') throw ApplicationFailure.nonRetryable('OCR left pages without text', 'OcrIncomplete');
     }
-    // The build step ends the job in its own transaction (shared/ingest/build.ts buildSourceRecords).
+    // The build step ends the job in its own transaction (core/ingest/build/build.ts buildSourceRecords).
     // Operators filter on these in the Temporal UI (`CairnStatus = "failed"`); the execution itself
     // completes either way, since the job's failure is recorded, not thrown.
     upsertSearchAttributes([

@@ -25,7 +25,7 @@ const EVENT_ATTEMPTS = 5;
 
 /**
  * A batch of memory events (spec 3.4: add messages, delete a peer, delete a session), dispatched by a
- * worker's dispatcher (shared/memory/dispatcher.ts). Events that fail are tried again, alone, with
+ * worker's dispatcher (core/memory/dispatcher.ts). Events that fail are tried again, alone, with
  * backoff; after EVENT_ATTEMPTS they end `failed` with a message, and the rest of the batch is unaffected.
  */
 export async function memoryBatchWorkflow(input: MemoryBatchInput): Promise<{ succeeded: number; failed: number }> {

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
-import { AppError } from '../../shared/errors.ts';
+import { AppError } from '../../platform/errors.ts';
 import { CONSOLE_DIST } from './build.ts';
 import { CONSOLE_CSP, SECURITY_HEADERS } from './csp.ts';
 import { CONSOLE_PAGES } from './pages.ts';

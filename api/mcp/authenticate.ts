@@ -1,10 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import ipaddr from 'ipaddr.js';
-import type { Principal } from '../../shared/auth/principal.ts';
-import { resolveApiKey } from '../../shared/auth/resolve.ts';
-import { API_KEY_PREFIX } from '../../shared/auth/tokens.ts';
-import type { Config } from '../../shared/config.ts';
-import type { OauthTokenResolver } from '../../shared/oauth/server.ts';
+import type { Principal } from '../../core/auth/principal.ts';
+import { resolveApiKey } from '../../core/auth/resolve.ts';
+import { API_KEY_PREFIX } from '../../core/contracts/auth.ts';
+import type { Config } from '../../platform/config.ts';
+import type { OauthTokenResolver } from '../../core/oauth/server.ts';
 import { McpHttpError } from './protocol.ts';
 
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];

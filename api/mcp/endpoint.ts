@@ -1,11 +1,11 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../../shared/config.ts';
+import type { Config } from '../../platform/config.ts';
 import { mapError } from '../plugins/errors.ts';
-import { CONNECTED_APP_SCOPES } from '../../shared/oauth/connected-apps.ts';
-import type { MetadataSource } from '../../shared/oauth/metadata.ts';
-import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
-import type { OauthTokenResolver } from '../../shared/oauth/server.ts';
+import { CONNECTED_APP_SCOPES } from '../../core/contracts/oauth.ts';
+import type { MetadataSource } from '../../core/oauth/metadata.ts';
+import type { RateLimiter } from '../../core/metering/rate-limit.ts';
+import type { OauthTokenResolver } from '../../core/oauth/server.ts';
 import { authenticateMcp, requestGuard } from './authenticate.ts';
 import {
   McpHttpError,

@@ -1,5 +1,5 @@
 import { JSONRPCMessageSchema, isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { AppError, type ErrorCode } from '../../shared/errors.ts';
+import { AppError, type ErrorCode } from '../../platform/errors.ts';
 
 /** MCP protocol versions this endpoint speaks (spec 4.6 rule 2, 9), preferred first. */
 export const MCP_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18'] as const;

@@ -1,16 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
-import { resolveBrowserSession } from '../../shared/auth/resolve.ts';
-import { login } from '../../shared/auth/sessions.ts';
-import type { Config } from '../../shared/config.ts';
-import { AppError, forbidden } from '../../shared/errors.ts';
-import {
-  CONNECTED_APP_SCOPES,
-  connectedAppScopes,
-  DEFAULT_CONNECTED_APP_SCOPES,
-  type ConnectedAppScope,
-} from '../../shared/oauth/connected-apps.ts';
-import { interactionPath, mcpResources, OPENID_SCOPES } from '../../shared/oauth/provider.ts';
+import { resolveBrowserSession } from '../../core/auth/resolve.ts';
+import { login } from '../../core/auth/sessions.ts';
+import type { Config } from '../../platform/config.ts';
+import { AppError, forbidden } from '../../platform/errors.ts';
+import { CONNECTED_APP_SCOPES, type ConnectedAppScope } from '../../core/contracts/oauth.ts';
+import { connectedAppScopes, DEFAULT_CONNECTED_APP_SCOPES } from '../../core/oauth/connected-apps.ts';
+import { interactionPath, mcpResources, OPENID_SCOPES } from '../../core/oauth/provider.ts';
 import { SESSION_COOKIE, setSessionCookie } from '../plugins/auth.ts';
 import { OAUTH_PAGE_CSP } from '../console/csp.ts';
 import { consentPage, messagePage, signInPage } from './pages.ts';
@@ -178,7 +174,7 @@ async function grantConsent(
   // The resumed authorization request asks for exactly what was granted: a request that named no
   // scope (or only OpenID ones) would otherwise be refused as granting nothing, and one that named
   // other MCP scopes than the user chose gets the chosen ones in its code and tokens. The
-  // connected application itself is created when the code is exchanged (shared/oauth/provider.ts).
+  // connected application itself is created when the code is exchanged (core/oauth/provider.ts).
   details.params.scope = [...openid, ...scopes].join(' ');
   await details.save(Math.max(1, details.exp - Math.floor(Date.now() / 1000)));
   await finish(provider, request, reply, { login: { accountId }, consent: { grantId } });

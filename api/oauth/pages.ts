@@ -1,5 +1,5 @@
-import { CONNECTED_APP_SCOPES, type ConnectedAppScope } from '../../shared/oauth/connected-apps.ts';
-import { escapeHtml } from '../../shared/oauth/provider.ts';
+import { CONNECTED_APP_SCOPES, type ConnectedAppScope } from '../../core/contracts/oauth.ts';
+import { escapeHtml } from '../../core/oauth/provider.ts';
 
 // Server-rendered sign-in and consent pages of the built-in authorization server: plain HTML forms
 // that work without JavaScript, styled by the console's stylesheet (no inline style: the pages are

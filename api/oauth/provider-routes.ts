@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
-import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
-import { OAUTH_MOUNT } from '../../shared/oauth/provider.ts';
+import type { RateLimiter } from '../../core/metering/rate-limit.ts';
+import { OAUTH_MOUNT } from '../../core/oauth/provider.ts';
 
 /**
  * Mounts the built-in authorization server (oidc-provider, a Koa application) at /oauth on the API:

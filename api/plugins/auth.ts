@@ -2,13 +2,13 @@ import cookie from '@fastify/cookie';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Principal, CredentialKind } from '../../shared/auth/principal.ts';
-import { resolveApiKey, resolveBrowserSession, resolveCliToken } from '../../shared/auth/resolve.ts';
-import type { Config } from '../../shared/config.ts';
-import type { Scope } from '../../shared/contracts/account.ts';
-import type { Orm } from '../../shared/db/orm.ts';
-import { AppError, forbidden, unauthorized } from '../../shared/errors.ts';
-import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
+import type { Principal, CredentialKind } from '../../core/auth/principal.ts';
+import { resolveApiKey, resolveBrowserSession, resolveCliToken } from '../../core/auth/resolve.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Scope } from '../../core/contracts/account.ts';
+import type { Orm } from '../../platform/db/orm.ts';
+import { AppError, forbidden, unauthorized } from '../../platform/errors.ts';
+import type { RateLimiter } from '../../core/metering/rate-limit.ts';
 
 export const SESSION_COOKIE = 'service_session';
 

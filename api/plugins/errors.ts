@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
-import { AppError, type ErrorCode } from '../../shared/errors.ts';
+import { AppError, type ErrorCode } from '../../platform/errors.ts';
 
 type Mapped = { status: number; code: ErrorCode | string; message: string; headers?: Record<string, string> };
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { forbidden, unauthorized } from '../../shared/errors.ts';
-import { scrapeVerdict, type ApiMetrics, type MetricsAccess } from '../../shared/ops/metrics.ts';
+import { forbidden, unauthorized } from '../../platform/errors.ts';
+import { scrapeVerdict, type ApiMetrics, type MetricsAccess } from '../../platform/ops/metrics.ts';
 
 /**
  * GET /metrics in Prometheus text format, for a scraper that sends METRICS_TOKEN as a bearer token;

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { DEFAULT_INGEST_SLOTS } from '../../shared/config.ts';
-import { workerReady } from '../../shared/entrypoint.ts';
-import { extract, type SupportedContentType } from '../../shared/ingest/extract/index.ts';
-import { buildRecords } from '../../shared/ingest/records.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { DEFAULT_INGEST_SLOTS } from '../../platform/config.ts';
+import { workerReady } from '../../platform/entrypoint.ts';
+import { extract, type SupportedContentType } from '../../core/ingest/extract/index.ts';
+import { buildRecords } from '../../core/ingest/prepare/records.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
 import { childPid, treeCpuMs, watchTreeRss } from '../lib/machine.ts';
@@ -205,7 +205,7 @@ export const ingest: Benchmark = {
         'The 50 MB file is plain text; its records are built and stored in full.',
         'Bare extraction excludes work every job must do: HTTP and base64, the submission transaction, one workflow start and two workflow tasks, and storing and indexing every record (a generated tsvector, the GIN full-text index, and the new words of the account lexicon), which for these record-dense documents (600 to 2,400 records each) costs PostgreSQL about as much CPU as extracting them costs the worker; see docs/decisions/0004-ingest-path.md (Ingest round trips and concurrency).',
         'The CPU rows split the end-to-end phase by process (medians of runs): on 2 cores the end-to-end time cannot fall below half their sum, nor below the busiest single process.',
-        'The in-process build step runs, after each end-to-end run, the same files through the worker\'s build step (shared/ingest/build.ts: extract, build the records, store them with their full-text and impact index rows) in the benchmark process, one after another, with no HTTP, no workflow and no activity. The floor row adds the CPU PostgreSQL spent there to the bare extraction CPU of the same run and spreads the sum perfectly over the cores: no ingest that stores and indexes these records as this schema does can be faster on this machine, whatever its HTTP, orchestration or client-side costs (taken here as zero); while that floor is above 1.5× the bare extraction time, the target cannot be met here. docs/ingest-throughput.md gives the floor of the issue\'s required parts alone.',
+        'The in-process build step runs, after each end-to-end run, the same files through the worker\'s build step (core/ingest/build/build.ts: extract, build the records, store them with their full-text and impact index rows) in the benchmark process, one after another, with no HTTP, no workflow and no activity. The floor row adds the CPU PostgreSQL spent there to the bare extraction CPU of the same run and spreads the sum perfectly over the cores: no ingest that stores and indexes these records as this schema does can be faster on this machine, whatever its HTTP, orchestration or client-side costs (taken here as zero); while that floor is above 1.5× the bare extraction time, the target cannot be met here. docs/ingest-throughput.md gives the floor of the issue\'s required parts alone.',
       ],
     };
   },

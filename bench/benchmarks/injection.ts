@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { injectionFinding } from '../../shared/memory/screen.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { injectionFinding } from '../../core/memory/screen.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
 import { waitForBackgroundWork } from '../lib/drain.ts';
@@ -13,7 +13,7 @@ import type { Metric } from '../lib/results.ts';
 import { round } from '../lib/stats.ts';
 import { spawnBenchWorker } from '../lib/worker-process.ts';
 
-// Issue 26: the memory injection screen (shared/memory/screen.ts) on public data. Detection: the prompts
+// Issue 26: the memory injection screen (core/memory/screen.ts) on public data. Detection: the prompts
 // of ../shared/eval/prompt-injections (Giskard-AI/prompt-injections, MIT: jailbreaks from garak and goal
 // hijacking from PromptInject). False positives: the turns of LoCoMo's development half, ordinary chat.
 // Both are read where they are (their licences keep them out of the project); INJECTIONS_FILE and
@@ -68,7 +68,7 @@ export const injection: Benchmark = {
   name: 'injection',
   title: 'Injection screen: detection on public prompt injections, false positives on ordinary conversation',
   description:
-    'The memory injection screen (shared/memory/screen.ts) on public data, in two ways. Screen: the function on each text ' +
+    'The memory injection screen (core/memory/screen.ts) on public data, in two ways. Screen: the function on each text ' +
     '(the 35 prompts of ../shared/eval/prompt-injections: 20 jailbreaks from garak and 15 goal-hijacking attacks from ' +
     'PromptInject, and the 2,760 turns of ../shared/eval/locomo-dev, real chat between two people, none an instruction to a ' +
     'model). End to end: the same texts written through the real API as user messages (infer true, one write each, ' +
@@ -169,7 +169,7 @@ export const injection: Benchmark = {
       notes: [
         'A flagged message still stays data: it is stored and listed like any other; what changes is that the claim derived from it waits in pending_review with a warning and is never context until a person accepts it. A write whose text yields no claim at all (no statement about the speaker, no flagged sentence) is neither held nor passed.',
         'Baseline, the screen before issue 26 (eight fixed phrasings, same sets): 27 of 35 prompts flagged (77.1%), 1 of 2,760 turns (0.036%).',
-        'Method (shared/memory/screen.ts): the text is normalised against obfuscation (compatibility forms, invisible and bidi characters, spaced-out letters, digits for letters), and each family of the published attack taxonomies (instruction override and goal hijacking from PromptInject; role play, refusal suppression, prefix and style injection from Wei et al., "Jailbroken"; prompt leaking; chat-template markup) is a pattern over word classes. Families that alone mean an attack flag a text; those also common in ordinary talk ("from now on you ...", "no limits", "the AI") need a second family. The screen was written and checked against its own examples (test/unit/screen.test.ts), drawn from the taxonomies; these sets only measure it, and the prompts it misses are listed by name, not fitted.',
+        'Method (core/memory/screen.ts): the text is normalised against obfuscation (compatibility forms, invisible and bidi characters, spaced-out letters, digits for letters), and each family of the published attack taxonomies (instruction override and goal hijacking from PromptInject; role play, refusal suppression, prefix and style injection from Wei et al., "Jailbroken"; prompt leaking; chat-template markup) is a pattern over word classes. Families that alone mean an attack flag a text; those also common in ordinary talk ("from now on you ...", "no limits", "the AI") need a second family. The screen was written and checked against its own examples (test/unit/screen.test.ts), drawn from the taxonomies; these sets only measure it, and the prompts it misses are listed by name, not fitted.',
         'End to end is below the screen when a flagged message yields no claim at all: the rule deriver holds the flagged sentence itself as a quote, but a message flagged only as a whole (no single sentence flagged) whose sentences say nothing about the speaker derives nothing, so nothing enters memory as a claim either way.',
       ],
       runs: {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
 import { closedLoop } from '../lib/closed-loop.ts';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createLogger } from '../../shared/logger.ts';
-import { runMetered, type MeteringDeps } from '../../shared/metering/operation.ts';
-import { reserve, settle } from '../../shared/metering/reservations.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { runMetered, type MeteringDeps } from '../../core/metering/operation.ts';
+import { reserve, settle } from '../../core/metering/reservations.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
 import type { Metric } from '../lib/results.ts';
 import { median, round, summarize } from '../lib/stats.ts';

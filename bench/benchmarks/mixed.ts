@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import type { Config } from '../../shared/config.ts';
-import type { Orm } from '../../shared/db/orm.ts';
-import { createRateLimiter } from '../../shared/metering/rate-limit.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Orm } from '../../platform/db/orm.ts';
+import { createRateLimiter } from '../../core/metering/rate-limit.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
 import { waitForBackgroundWork } from '../lib/drain.ts';

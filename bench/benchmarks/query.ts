@@ -1,18 +1,18 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { SCOPES } from '../../shared/contracts/account.ts';
-import type { Orm } from '../../shared/db/orm.ts';
-import { bound } from '../../shared/db/sql.ts';
-import { loadConfig } from '../../shared/config.ts';
-import { inProcessExtraction } from '../../shared/ingest/in-process-extraction.ts';
-import { buildSourceRecords } from '../../shared/ingest/build.ts';
-import type { Boundary } from '../../shared/retrieval/boundary.ts';
-import { EVIDENCE_LIMIT, retrieve } from '../../shared/retrieval/retrieve.ts';
-import type { Strategy } from '../../shared/retrieval/ranking.ts';
-import { createSearchIndex, type SearchIndex } from '../../shared/retrieval/search-index.ts';
-import { recordTermRows } from '../../shared/retrieval/terms.queries.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { SCOPES } from '../../core/contracts/account.ts';
+import type { Orm } from '../../platform/db/orm.ts';
+import { bound } from '../../platform/db/sql.ts';
+import { loadConfig } from '../../platform/config.ts';
+import { inProcessExtraction } from '../../test/helpers/in-process-extraction.ts';
+import { buildSourceRecords } from '../../core/ingest/build/build.ts';
+import type { Boundary } from '../../core/retrieval/boundary.ts';
+import { EVIDENCE_LIMIT, retrieve } from '../../core/retrieval/retrieve.ts';
+import type { Strategy } from '../../core/retrieval/ranking.ts';
+import { createSearchIndex, type SearchIndex } from '../../core/retrieval/search-index.ts';
+import { recordTermRows } from '../../core/retrieval/terms.queries.ts';
 import { retrievalSet, type Question } from '../../test/fixtures/query/retrieval-set.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
@@ -226,7 +226,7 @@ export const query: Benchmark = {
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       requests: LATENCY_QUERIES.map((query) => ({ url: `${api.baseUrl}/v1/query`, body: JSON.stringify({ idempotencyKey: 'bench-{{uuid}}', mode, preset, query }) })),
     });
-    // The API process's in-memory copy of the account's index (shared/retrieval/search-index.ts) is loaded before the
+    // The API process's in-memory copy of the account's index (core/retrieval/search-index.ts) is loaded before the
     // clock starts, as a running service holds it; its load time and size are reported.
     const loadStarted = performance.now();
     if (!(await api.searchIndex.warm(la.id))) throw new Error('the latency corpus did not fit the in-memory index budget');
@@ -325,7 +325,7 @@ export const query: Benchmark = {
       notes: [
         'Quality metrics are percentages (the unit column shows ×: the harness has no percent unit).',
         `HTTP cases include authentication, the idempotency row, metering (one reserve and one settle function call) and the result write; their load comes from a worker thread, after a warm-up of ${s.warmup} requests per case by the same generator (every pooled connection has prepared its statements, and the generator's HTTP client is compiled). The retrieval-only cases isolate the query engine.`,
-        `Each latency query is an OR of its words and matches ${Math.min(...matched)} to ${Math.max(...matched)} of the ${s.corpus} excerpts. The floor ranks every match the way PostgreSQL alone can (ts_rank over the GIN index hits: every matching row fetched and its tsvector scored) before the top 10 are known. Retrieval ranks the records in the API process's in-memory copy of the account's index (shared/retrieval/search-index.ts: BM25 over the same tsvectors, loaded before the clock starts; its load time and size are reported), so every match is still scored, but as typed-array elements in the API, and PostgreSQL fetches only the best records by id (docs/decisions/0005-query-path.md). The excerpts' words are equally frequent and the excerpts equally long, so no exact top-k pruning could stop early here.`,
+        `Each latency query is an OR of its words and matches ${Math.min(...matched)} to ${Math.max(...matched)} of the ${s.corpus} excerpts. The floor ranks every match the way PostgreSQL alone can (ts_rank over the GIN index hits: every matching row fetched and its tsvector scored) before the top 10 are known. Retrieval ranks the records in the API process's in-memory copy of the account's index (core/retrieval/search-index.ts: BM25 over the same tsvectors, loaded before the clock starts; its load time and size are reported), so every match is still scored, but as typed-array elements in the API, and PostgreSQL fetches only the best records by id (docs/decisions/0005-query-path.md). The excerpts' words are equally frequent and the excerpts equally long, so no exact top-k pruning could stop early here.`,
       ],
     };
   },

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import type { Strategy } from '../../shared/retrieval/ranking.ts';
-import { PLANS, retrieve, type Plan } from '../../shared/retrieval/retrieve.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import type { Strategy } from '../../core/retrieval/ranking.ts';
+import { PLANS, retrieve, type Plan } from '../../core/retrieval/retrieve.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
 import { waitForBackgroundWork } from '../lib/drain.ts';

@@ -1,15 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from '../../api/app.ts';
-import { loadConfig, type Config } from '../../shared/config.ts';
-import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
-import { createLogger } from '../../shared/logger.ts';
-import { extractionPoolFor } from '../../shared/ingest/extraction-pool.ts';
-import { createOauthServer } from '../../shared/oauth/server.ts';
-import { createFreeWorkLimiter } from '../../shared/ops/free-work.ts';
-import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
-import { createTemporalClient } from '../../shared/temporal/client.ts';
-import { searchIndexFor, type SearchIndex } from '../../shared/retrieval/search-index.ts';
+import { loadConfig, type Config } from '../../platform/config.ts';
+import { pingDatabase, type Orm } from '../../platform/db/orm.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { extractionPoolFor } from '../../core/ingest/extraction/pool.ts';
+import { createOauthServer } from '../../core/oauth/server.ts';
+import { createFreeWorkLimiter } from '../../platform/ops/free-work.ts';
+import type { RateLimiter } from '../../core/metering/rate-limit.ts';
+import { createTemporalClient } from '../../temporal/client.ts';
+import { searchIndexFor, type SearchIndex } from '../../core/retrieval/search-index.ts';
 import type { Infra } from './infra.ts';
 
 export type BenchApi = { app: FastifyInstance; baseUrl: string; config: Config; searchIndex: SearchIndex };

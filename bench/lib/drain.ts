@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Orm } from '../../shared/db/orm.ts';
+import type { Orm } from '../../platform/db/orm.ts';
 
 /** Background work still to do: ingest jobs not yet picked up and memory events not finished. */
 async function pending(orm: Orm): Promise<number> {

@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { ensureDatabase } from '../../shared/db/embedded.ts';
-import { createOrm, migrate, type Orm } from '../../shared/db/orm.ts';
+import { ensureDatabase } from '../../runners/postgres/embedded.ts';
+import { createOrm, migrate, type Orm } from '../../platform/db/orm.ts';
 import { scratchPostgres, scratchTemporal } from '../../test/helpers/ephemeral.ts';
-import type { Logger } from '../../shared/logger.ts';
+import type { Logger } from '../../platform/logger.ts';
 
 // The infrastructure a benchmark run needs, provided the way the test global setup does it:
 // DATABASE_URL / TEMPORAL_ADDRESS when set, otherwise a throwaway embedded PostgreSQL in a temporary

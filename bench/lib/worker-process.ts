@@ -4,7 +4,7 @@ import type { Infra } from './infra.ts';
 
 /**
  * bin/worker.ts as its own process (as in production), stopped with the benchmark's infrastructure. It
- * sends 'ready' on its IPC channel once it polls (workerReady in shared/entrypoint.ts).
+ * sends 'ready' on its IPC channel once it polls (workerReady in platform/entrypoint.ts).
  */
 export function spawnBenchWorker(
   infra: Infra,

@@ -1,7 +1,7 @@
-import type { Config } from '../../shared/config.ts';
-import { createOrm, migrate, type Orm } from '../../shared/db/orm.ts';
-import { provideDatabase } from '../../shared/local/infra.ts';
-import { createLogger, type Logger } from '../../shared/logger.ts';
+import type { Config } from '../../platform/config.ts';
+import { createOrm, migrate, type Orm } from '../../platform/db/orm.ts';
+import { provideDatabase } from '../../runners/local/infra.ts';
+import { createLogger, type Logger } from '../../platform/logger.ts';
 
 export type AdminContext = { config: Config; orm: Orm; logger: Logger; out(value: unknown): void };
 

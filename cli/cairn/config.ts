@@ -3,7 +3,7 @@ import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { API_KEY_PREFIX } from '../../shared/auth/tokens.ts';
+import { API_KEY_PREFIX } from '../../core/contracts/auth.ts';
 import { UsageError } from '../lib/dispatch.ts';
 
 // The CLI's settings file: $XDG_CONFIG_HOME/cairn/config.json (or ~/.config/cairn/config.json), mode

@@ -3,8 +3,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { buildApp } from '../../api/app.ts';
-import { loadConfig } from '../../shared/config.ts';
-import { AppError } from '../../shared/errors.ts';
+import { loadConfig } from '../../platform/config.ts';
+import { AppError } from '../../platform/errors.ts';
 import { memoryLogger, offlineDeps } from '../helpers/services.ts';
 
 // Routes that exercise the error handler; the handler is the thing under test.

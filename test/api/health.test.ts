@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrm } from '../../shared/db/orm.ts';
-import { createTemporalClient } from '../../shared/temporal/client.ts';
+import { createOrm } from '../../platform/db/orm.ts';
+import { createTemporalClient } from '../../temporal/client.ts';
 import { freePort } from '../helpers/ephemeral.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startApi, testTemporalClient } from '../helpers/services.ts';

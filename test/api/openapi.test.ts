@@ -2,7 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.ts';
-import { loadConfig } from '../../shared/config.ts';
+import { loadConfig } from '../../platform/config.ts';
 import { memoryLogger, offlineDeps } from '../helpers/services.ts';
 
 let app: FastifyInstance;

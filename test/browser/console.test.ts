@@ -352,7 +352,7 @@ describe('the console in Chromium', () => {
   });
 
   it("allows an external identity provider's application that waits for the user's approval", async () => {
-    // What shared/oauth/external.ts records when such an application's first token arrives.
+    // What core/oauth/external.ts records when such an application's first token arrives.
     await sql.query(`insert into oauth_connected_app (id, account_id, client_id, client_name, scopes) values (gen_random_uuid(), $1, 'ext-notes', null, '{}')`, [alice.id]);
     const { page } = tab;
     await page.goto('/apps');

@@ -1,6 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
 import { createTestAccount, eventually, sqlClient, type Json, type Sql, type TestAccount } from '../helpers/accounts.ts';
 import { launchChromium, openConsole, screenshot, signInThroughConsole, type ConsolePage } from '../helpers/browser.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { createOrm, type Orm } from '../../shared/db/orm.ts';
-import { verifyLedger } from '../../shared/metering/ledger.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { createOrm, type Orm } from '../../platform/db/orm.ts';
+import { verifyLedger } from '../../core/metering/ledger.ts';
 import { createTestAccount, sqlClient, type Json } from '../helpers/accounts.ts';
 import { startCluster, temporalServerBuilt, type RunningCluster } from '../helpers/cluster.ts';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadLatencyCorpus } from '../../bench/benchmarks/query.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { createOrm, type Orm } from '../../shared/db/orm.ts';
-import { migrationsList } from '../../shared/db/migrations/index.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { createOrm, type Orm } from '../../platform/db/orm.ts';
+import { migrationsList } from '../../platform/db/migrations/index.ts';
 import { ApiClient, createTestAccount, eventually, sqlClient, type Json } from '../helpers/accounts.ts';
 import { startCluster, temporalServerBuilt, type RunningCluster } from '../helpers/cluster.ts';
 
@@ -114,7 +114,7 @@ describe.skipIf(!temporalServerBuilt())('npm run cluster: replicas behave as one
     const ms = performance.now() - started;
     expect(evidence).toMatch(/quasar5150/);
     // The load of this account's copy takes about 17 s (query benchmark); the first query is answered
-    // from PostgreSQL meanwhile (shared/retrieval/search-index.ts, WAIT_MS).
+    // from PostgreSQL meanwhile (core/retrieval/search-index.ts, WAIT_MS).
     expect(ms, `first query: ${Math.round(ms)} ms`).toBeLessThan(8000);
   }, 600_000);
 });

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accountDeletionWorkflowId } from '../../shared/temporal/starts.ts';
+import { accountDeletionWorkflowId } from '../../temporal/starts.ts';
 import {
   accountSnapshot, accountTables, ApiClient, cliSignIn, createKey, createTestAccount, expectError, signIn, sqlClient, type Sql,
 } from '../helpers/accounts.ts';
@@ -10,7 +10,7 @@ import { activityRuns, holdRowLock } from '../helpers/faults.ts';
 import { kill, spawnWorker } from '../helpers/processes.ts';
 import { startApi, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 import { memoryClient, tag } from '../api/memory/helpers.ts';
-import { createRateLimiter, type RateLimiter } from '../../shared/metering/rate-limit.ts';
+import { createRateLimiter, type RateLimiter } from '../../core/metering/rate-limit.ts';
 
 // A worker SIGKILLed in the middle of an account deletion: credentials are revoked (first step,
 // committed) and the purge transaction has deleted most of the account's rows but not committed, when

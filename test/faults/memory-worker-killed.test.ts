@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { memoryBatchWorkflowId } from '../../shared/temporal/starts.ts';
+import { memoryBatchWorkflowId } from '../../temporal/starts.ts';
 import { sqlClient, type Sql } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { activityRuns, holdRowLock } from '../helpers/faults.ts';

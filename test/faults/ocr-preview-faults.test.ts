@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { loadConfig } from '../../shared/config.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { loadConfig } from '../../platform/config.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { proseLines, scannedPdf } from '../helpers/scanned-pdf.ts';
 import { startApi, testTemporalClient } from '../helpers/services.ts';

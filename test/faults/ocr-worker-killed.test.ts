@@ -1,10 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { loadConfig } from '../../shared/config.ts';
-import { ingestWorkflowId } from '../../shared/temporal/starts.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { loadConfig } from '../../platform/config.ts';
+import { ingestWorkflowId } from '../../temporal/starts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { activityRuns, waitForRunningActivity } from '../helpers/faults.ts';
 import { spawnWorker } from '../helpers/processes.ts';

@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reserve } from '../../shared/metering/reservations.ts';
-import { creditSettlementSweeperWorkflowId } from '../../shared/temporal/starts.ts';
+import { reserve } from '../../core/metering/reservations.ts';
+import { creditSettlementSweeperWorkflowId } from '../../temporal/starts.ts';
 import { createTestAccount, sqlClient, type Sql } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { holdRowLock } from '../helpers/faults.ts';

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ingestWorkflowId } from '../../shared/temporal/starts.ts';
+import { ingestWorkflowId } from '../../temporal/starts.ts';
 import { freePort } from '../helpers/ephemeral.ts';
 import { ApiClient, createKey, createTestAccount, signIn } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';

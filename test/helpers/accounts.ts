@@ -2,9 +2,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { expect } from 'vitest';
 import { SESSION_COOKIE } from '../../api/plugins/auth.ts';
-import { createAccount, type CreateAccountInput } from '../../shared/auth/accounts.ts';
-import { loadConfig } from '../../shared/config.ts';
-import type { Orm } from '../../shared/db/orm.ts';
+import { createAccount, type CreateAccountInput } from '../../core/auth/accounts.ts';
+import { loadConfig } from '../../platform/config.ts';
+import type { Orm } from '../../platform/db/orm.ts';
 
 // Helpers for the account, sign-in and API-key tests: a small HTTP client over real fetch that plays
 // a browser (session cookie, CSRF header and Origin) or a bearer client (CLI token, API key), accounts

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { spawnCluster, type ClusterProcess } from '../../shared/cluster/spawn.ts';
-import { temporalBinaryPaths } from '../../shared/cluster/temporal.ts';
+import { spawnCluster, type ClusterProcess } from '../../runners/cluster/spawn.ts';
+import { temporalBinaryPaths } from '../../runners/cluster/temporal.ts';
 import { createTestDatabaseRaw } from './db.ts';
 
 /** Whether `npm run cluster` can start without building the Temporal server first (about 5 minutes). */

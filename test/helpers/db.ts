@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { ensureDatabase } from '../../shared/db/embedded.ts';
-import { createOrm, migrate, type Orm } from '../../shared/db/orm.ts';
+import { ensureDatabase } from '../../runners/postgres/embedded.ts';
+import { createOrm, migrate, type Orm } from '../../platform/db/orm.ts';
 
 export type TestDatabase = { url: string; orm: Orm; drop(): Promise<void> };
 

@@ -8,9 +8,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startEmbeddedPostgres } from '../../shared/db/embedded.ts';
-import { resolveTemporalCli } from '../../shared/temporal/cli.ts';
-import { DEV_SERVER_ARGS } from '../../shared/temporal/dev-server.ts';
+import { startEmbeddedPostgres } from '../../runners/postgres/embedded.ts';
+import { resolveTemporalCli } from '../../runners/temporal-server/cli.ts';
+import { DEV_SERVER_ARGS } from '../../runners/temporal-server/dev-server.ts';
 
 /** Binds `port` on 127.0.0.1 and lets it go again: the port it got (`port` itself unless 0). */
 function probe(port: number): Promise<number> {

@@ -1,17 +1,16 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../api/app.ts';
-import { buildMcpApp } from '../../api/mcp/app.ts';
+import { buildApp, buildMcpApp } from '../../api/app.ts';
 import type { McpTool } from '../../api/mcp/tools/registry.ts';
-import { loadConfig, type Config } from '../../shared/config.ts';
-import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
+import { loadConfig, type Config } from '../../platform/config.ts';
+import { pingDatabase, type Orm } from '../../platform/db/orm.ts';
 import { freePort } from './ephemeral.ts';
-import type { Logger } from '../../shared/logger.ts';
-import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
-import { extractionPoolFor } from '../../shared/ingest/extraction-pool.ts';
-import { createOauthServer } from '../../shared/oauth/server.ts';
-import { createFreeWorkLimiter } from '../../shared/ops/free-work.ts';
-import type { TemporalClientHandle } from '../../shared/temporal/client.ts';
-import { searchIndexFor } from '../../shared/retrieval/search-index.ts';
+import type { Logger } from '../../platform/logger.ts';
+import type { RateLimiter } from '../../core/metering/rate-limit.ts';
+import { extractionPoolFor } from '../../core/ingest/extraction/pool.ts';
+import { createOauthServer } from '../../core/oauth/server.ts';
+import { createFreeWorkLimiter } from '../../platform/ops/free-work.ts';
+import type { TemporalClientHandle } from '../../temporal/client.ts';
+import { searchIndexFor } from '../../core/retrieval/search-index.ts';
 import { memoryLogger } from './services.ts';
 
 export type McpStack = {

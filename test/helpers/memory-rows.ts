@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Orm } from '../../shared/db/orm.ts';
-import { bound } from '../../shared/db/sql.ts';
+import type { Orm } from '../../platform/db/orm.ts';
+import { bound } from '../../platform/db/sql.ts';
 
 // Native-memory rows written with SQL, for retrieval tests that need memory but not the write path. A
 // message is retrievable once `available`; a claim when `state = 'current'` and `eligibility =

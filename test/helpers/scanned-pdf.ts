@@ -1,6 +1,6 @@
 import { PDFDocument, StandardFonts } from 'pdf-lib';
-import { openPdf } from '../../shared/ingest/extract/pdf.ts';
-import { renderPage } from '../../shared/ingest/ocr/tesseract.ts';
+import { openPdf } from '../../core/ingest/extract/pdf.ts';
+import { renderPage } from '../../core/ingest/extraction/tesseract.ts';
 
 /**
  * Scanned PDFs made from text in test setup, with the project's own dependencies: each page's lines are

@@ -4,21 +4,22 @@ import type { FastifyInstance } from 'fastify';
 import { Writable } from 'node:stream';
 import { inject } from 'vitest';
 import { buildApp } from '../../api/app.ts';
-import { loadConfig, type Config } from '../../shared/config.ts';
-import { pingDatabase, type Orm } from '../../shared/db/orm.ts';
-import { createLogger, type Logger } from '../../shared/logger.ts';
-import type { RateLimiter } from '../../shared/metering/rate-limit.ts';
-import type { ApiMetrics, WorkerMetrics } from '../../shared/ops/metrics.ts';
-import { createTemporalClient, type TemporalClientHandle } from '../../shared/temporal/client.ts';
-import { searchIndexFor } from '../../shared/retrieval/search-index.ts';
-import { extractionPoolFor } from '../../shared/ingest/extraction-pool.ts';
-import { inProcessExtraction } from '../../shared/ingest/in-process-extraction.ts';
-import { createFreeWorkLimiter } from '../../shared/ops/free-work.ts';
-import { createWorker, workerIdentity, type CairnWorker, type WorkerDeps } from '../../shared/temporal/worker.ts';
+import { loadConfig, type Config } from '../../platform/config.ts';
+import { pingDatabase, type Orm } from '../../platform/db/orm.ts';
+import { createLogger, type Logger } from '../../platform/logger.ts';
+import type { RateLimiter } from '../../core/metering/rate-limit.ts';
+import type { ApiMetrics, WorkerMetrics } from '../../platform/ops/metrics.ts';
+import { createTemporalClient, type TemporalClientHandle } from '../../temporal/client.ts';
+import { searchIndexFor } from '../../core/retrieval/search-index.ts';
+import { extractionPoolFor } from '../../core/ingest/extraction/pool.ts';
+import { inProcessExtraction } from './in-process-extraction.ts';
+import { createFreeWorkLimiter } from '../../platform/ops/free-work.ts';
+import { createWorker, workerIdentity, type CairnWorker, type WorkerDeps } from '../../temporal/worker.ts';
 import { createActivities, type ActivityDeps } from '../../activities/index.ts';
-import { startMemoryDispatcher, type DispatcherOptions } from '../../shared/memory/dispatcher.ts';
-import { createEmbedder, type EmbeddingsConfig } from '../../shared/retrieval/embeddings.ts';
-import { workflowStarts } from '../../shared/temporal/starts.ts';
+import { startMemoryDispatcher, type DispatcherOptions } from '../../core/memory/dispatcher.ts';
+import { createEmbedder } from '../../core/retrieval/embeddings.ts';
+import type { EmbeddingsConfig } from '../../platform/config.ts';
+import { workflowStarts } from '../../temporal/starts.ts';
 
 /** A logger whose lines are kept in memory, so tests can assert on what was (not) logged. */
 export function memoryLogger(level: 'info' | 'debug' | 'warn' = 'warn'): { logger: Logger; lines: string[] } {
@@ -127,7 +128,7 @@ export async function startWorker(opts: {
  * connect lazily, so nothing is contacted unless a route needs it.
  */
 export async function offlineDeps() {
-  const { createOrm } = await import('../../shared/db/orm.ts');
+  const { createOrm } = await import('../../platform/db/orm.ts');
   const config = loadConfig({});
   return {
     orm: await createOrm('postgres://offline@127.0.0.1:9/offline'),

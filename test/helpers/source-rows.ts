@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Orm } from '../../shared/db/orm.ts';
-import { bound } from '../../shared/db/sql.ts';
-import { loadConfig } from '../../shared/config.ts';
-import { inProcessExtraction } from '../../shared/ingest/in-process-extraction.ts';
-import { buildSourceRecords, type ProcessResult } from '../../shared/ingest/build.ts';
+import type { Orm } from '../../platform/db/orm.ts';
+import { bound } from '../../platform/db/sql.ts';
+import { loadConfig } from '../../platform/config.ts';
+import { inProcessExtraction } from './in-process-extraction.ts';
+import { buildSourceRecords, type ProcessResult } from '../../core/ingest/build/build.ts';
 
 // Trusted fixtures, in this process: what these tests measure is storage, not isolation.
 const extraction = inProcessExtraction(loadConfig({}).extraction.limits);

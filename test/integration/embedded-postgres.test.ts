@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres } from '../../shared/db/embedded.ts';
+import { startEmbeddedPostgres } from '../../runners/postgres/embedded.ts';
 import { freePort } from '../helpers/ephemeral.ts';
 
-// The embedded PostgreSQL of `npm start` (shared/db/embedded.ts), started here in a directory of its
+// The embedded PostgreSQL of `npm start` (runners/postgres/embedded.ts), started here in a directory of its
 // own whether or not the suite runs against DATABASE_URL: the suite's database may be any server.
 
 let dataDir: string;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { bound } from '../../shared/db/sql.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { bound } from '../../platform/db/sql.ts';
 import { ApiClient, createTestAccount, eventually, type Json } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startEmbeddingsServer } from '../helpers/embeddings-server.ts';

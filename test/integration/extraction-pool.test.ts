@@ -2,10 +2,10 @@ import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ExtractionError } from '../../shared/ingest/extract/index.ts';
-import { bytesSource } from '../../shared/ingest/extraction-parts.ts';
-import { createExtractionPool, type ExtractionPool } from '../../shared/ingest/extraction-pool.ts';
-import { inProcessExtraction } from '../../shared/ingest/in-process-extraction.ts';
+import { ExtractionError } from '../../core/ingest/extract/index.ts';
+import { bytesSource } from '../../core/ingest/extraction/parts.ts';
+import { createExtractionPool, type ExtractionPool } from '../../core/ingest/extraction/pool.ts';
+import { inProcessExtraction } from '../helpers/in-process-extraction.ts';
 import { flateBombPdf, keyPathBomb, nestedDivs } from '../helpers/hostile-files.ts';
 
 // Extraction runs in child processes with a CPU-time and a memory limit (issue 24): real processes,
@@ -159,7 +159,7 @@ describe('extraction processes', () => {
   it('do not outlive a parent that was killed', async () => {
     // A parent that starts an endless extraction, then dies by SIGKILL: no one enforces the limits any more.
     const script = `
-      import { createExtractionPool } from ${JSON.stringify(new URL('../../shared/ingest/extraction-pool.ts', import.meta.url).href)};
+      import { createExtractionPool } from ${JSON.stringify(new URL('../../core/ingest/extraction/pool.ts', import.meta.url).href)};
       const pool = createExtractionPool({ processes: 1, cpuSeconds: 3600, memoryMb: 2048, limits: ${JSON.stringify(LIMITS)} });
       const html = Buffer.from('<html><body>' + '<div>'.repeat(2000000) + '</div>'.repeat(2000000) + '</body></html>');
       const source = { size: html.byteLength, read: async (at, length) => html.subarray(at, at + length) };

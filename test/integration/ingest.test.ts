@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { loadConfig } from '../../shared/config.ts';
-import { ingestWorkflowId } from '../../shared/temporal/starts.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { loadConfig } from '../../platform/config.ts';
+import { ingestWorkflowId } from '../../temporal/starts.ts';
 import { CAIRN_ACCOUNT, CAIRN_CONTENT_TYPE, CAIRN_STATUS } from '../../workflows/search-attributes.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startFixtureServer } from '../helpers/fixture-server.ts';

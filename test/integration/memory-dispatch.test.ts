@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processBatch } from '../../shared/memory/batch.ts';
-import { createRuleDeriver } from '../../shared/memory/deriver.ts';
-import { claimBatch } from '../../shared/memory/events.queries.ts';
-import { MEMORY_EVENT_CHANNEL } from '../../shared/memory/events.ts';
-import { memoryBatchWorkflowId } from '../../shared/temporal/starts.ts';
+import { processBatch } from '../../core/memory/batch.ts';
+import { createRuleDeriver } from '../../core/memory/deriver.ts';
+import { claimBatch } from '../../core/memory/events.queries.ts';
+import { MEMORY_EVENT_CHANNEL } from '../../core/memory/events.ts';
+import { memoryBatchWorkflowId } from '../../temporal/starts.ts';
 import { sqlClient, type Sql } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 import { accountWithKeys, memoryClient, tag } from '../api/memory/helpers.ts';
 
 // Memory events are queued by the write (no Temporal call in the API) and dispatched by the workers in
-// batches (shared/memory/dispatcher.ts). These tests run with no worker while events are written, so
+// batches (core/memory/dispatcher.ts). These tests run with no worker while events are written, so
 // what the dispatchers do afterwards is deterministic.
 
 let db: TestDatabase;

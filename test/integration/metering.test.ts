@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { loadConfig } from '../../shared/config.ts';
-import { bound } from '../../shared/db/sql.ts';
-import { AppError } from '../../shared/errors.ts';
-import { getBalance, lockBalance, verifyLedger } from '../../shared/metering/ledger.ts';
-import { changeLimits } from '../../shared/metering/limits.ts';
-import { AfterRetrievalError, runMetered, type MeteringDeps } from '../../shared/metering/operation.ts';
-import { consumeQuota, readQuota } from '../../shared/metering/quotas.ts';
-import { createRateLimiter } from '../../shared/metering/rate-limit.ts';
-import { reserve, settle } from '../../shared/metering/reservations.ts';
-import { creditSettlementSweeperWorkflowId } from '../../shared/temporal/starts.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { loadConfig } from '../../platform/config.ts';
+import { bound } from '../../platform/db/sql.ts';
+import { AppError } from '../../platform/errors.ts';
+import { getBalance, lockBalance, verifyLedger } from '../../core/metering/ledger.ts';
+import { changeLimits } from '../../core/metering/limits.ts';
+import { AfterRetrievalError, runMetered, type MeteringDeps } from '../../core/metering/operation.ts';
+import { consumeQuota, readQuota } from '../../core/metering/quotas.ts';
+import { createRateLimiter } from '../../core/metering/rate-limit.ts';
+import { reserve, settle } from '../../core/metering/reservations.ts';
+import { creditSettlementSweeperWorkflowId } from '../../temporal/starts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { memoryLogger, startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
@@ -335,7 +335,7 @@ describe('account-wide rate limiting', () => {
 
 describe('usage report', () => {
   it('folds reserve, charge and refund of one operation into one signed line; a held reservation reads reserve', async () => {
-    const { usageReport } = await import('../../shared/metering/usage.ts');
+    const { usageReport } = await import('../../core/metering/usage.ts');
     const id = await newAccount({ monthly: 40, onboarding: 0 });
     // Reserved 3 (1 base + 2 provider), charged 1, refunded 2: three rows, one line of -1.
     await runMetered(deps(), { accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 2, consumeQuota: true }, async () => ({
@@ -357,8 +357,8 @@ describe('usage report', () => {
   });
 
   it('reports balances, quota counters, recent ledger rows (ledgerLimit) and 30 UTC daily buckets', async () => {
-    const { usageReport } = await import('../../shared/metering/usage.ts');
-    const { AccountUsage } = await import('../../shared/contracts/account.ts');
+    const { usageReport } = await import('../../core/metering/usage.ts');
+    const { AccountUsage } = await import('../../core/contracts/account.ts');
     const id = await newAccount({ monthly: 40, onboarding: 7 }, { queryDailyLimit: 10 });
     await runMetered(deps(), { accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 0, consumeQuota: true }, async () => ({
       value: null, outcome: 'completed',

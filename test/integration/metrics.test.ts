@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiMetrics, createWorkerMetrics, serveMetrics } from '../../shared/ops/metrics.ts';
-import { runSelfCheck } from '../../shared/temporal/starts.ts';
+import { createApiMetrics, createWorkerMetrics, serveMetrics } from '../../platform/ops/metrics.ts';
+import { runSelfCheck } from '../../temporal/starts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 

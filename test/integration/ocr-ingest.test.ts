@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { loadConfig } from '../../shared/config.ts';
-import { ingestWorkflowId } from '../../shared/temporal/starts.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { loadConfig } from '../../platform/config.ts';
+import { ingestWorkflowId } from '../../temporal/starts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { activityRuns } from '../helpers/faults.ts';
 import { proseLines, scannedPdf } from '../helpers/scanned-pdf.ts';

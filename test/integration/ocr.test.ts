@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytesSource } from '../../shared/ingest/extraction-parts.ts';
-import { createExtractionPool, type ExtractionPool } from '../../shared/ingest/extraction-pool.ts';
-import type { PreparedSource } from '../../shared/ingest/prepare.ts';
+import { bytesSource } from '../../core/ingest/extraction/parts.ts';
+import { createExtractionPool, type ExtractionPool } from '../../core/ingest/extraction/pool.ts';
+import type { PreparedSource } from '../../core/ingest/prepare/prepare.ts';
 import { proseLines, scannedPdf } from '../helpers/scanned-pdf.ts';
 
 // The local OCR provider in real extraction processes, on scanned PDFs made in setup.

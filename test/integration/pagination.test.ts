@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { loadConfig } from '../../shared/config.ts';
-import { bound } from '../../shared/db/sql.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { loadConfig } from '../../platform/config.ts';
+import { bound } from '../../platform/db/sql.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { memoryRows } from '../helpers/memory-rows.ts';
 import { startApi, testTemporalClient } from '../helpers/services.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
 import { ApiClient, createTestAccount, sqlClient, type Json, type Sql } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
@@ -63,7 +63,7 @@ afterAll(async () => {
 });
 
 describe('ranking scores', () => {
-  // Fails on main at f7e229e: shared/retrieval/retrieve.ts takes the idf's corpus size from pg_class
+  // Fails on main at f7e229e: core/retrieval/retrieve.ts takes the idf's corpus size from pg_class
   // (every account's records). Issue 23 moves those statistics per account; then this becomes `it`.
   it("do not depend on another account's data", async () => {
     const a = await keyOf();

@@ -11,8 +11,8 @@ import {
   FetchRefusedError,
   safeFetch,
   type SafeFetchOptions,
-} from '../../shared/ingest/safe-fetch.ts';
-import type { LookupFn } from '../../shared/ingest/url-safety.ts';
+} from '../../platform/net/safe-fetch.ts';
+import type { LookupFn } from '../../platform/net/url-safety.ts';
 
 type Hit = { method: string; url: string; host: string | undefined; localAddress: string | undefined };
 

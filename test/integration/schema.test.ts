@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, inject, it } from 'vitest';
-import { dumpFreshSchema } from '../../shared/db/schema-dump.ts';
+import { dumpFreshSchema } from '../../runners/postgres/schema-dump.ts';
 
 describe('docs/schema.sql', () => {
   it('is the schema of a freshly migrated database (regenerate it with `npm run schema`)', async () => {

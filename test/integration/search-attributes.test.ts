@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount } from '../../shared/auth/accounts.ts';
-import { createApiKey } from '../../shared/auth/api-keys.ts';
-import { loadConfig } from '../../shared/config.ts';
+import { createAccount } from '../../core/auth/accounts.ts';
+import { createApiKey } from '../../core/auth/api-keys.ts';
+import { loadConfig } from '../../platform/config.ts';
 import { runAdmin } from '../helpers/admin.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';

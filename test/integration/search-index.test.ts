@@ -1,24 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Migration0022SearchStatistics } from '../../shared/db/migrations/0022-search-statistics.ts';
-import { bound, sql } from '../../shared/db/sql.ts';
-import { deleteSourceRecords } from '../../shared/ingest/build.ts';
-import type { Filter, QueryWord } from '../../shared/retrieval/account-index.ts';
-import { ADJACENT_WEIGHT, B, K1, NEIGHBOUR_DECAY } from '../../shared/retrieval/bm25.ts';
-import type { Boundary } from '../../shared/retrieval/boundary.ts';
-import { fallbackStatistics } from '../../shared/retrieval/candidates.queries.ts';
-import type { Strategy } from '../../shared/retrieval/ranking.ts';
-import { PLANS, queryWords, retrieve, type Plan } from '../../shared/retrieval/retrieve.ts';
-import { createSearchIndex, type SearchIndex } from '../../shared/retrieval/search-index.ts';
-import { memoryVersion, recordVersion } from '../../shared/retrieval/search-index.queries.ts';
-import { parseTsVector } from '../../shared/retrieval/text.ts';
+import { Migration0022SearchStatistics } from '../../platform/db/migrations/0022-search-statistics.ts';
+import { bound, sql } from '../../platform/db/sql.ts';
+import { deleteSourceRecords } from '../../core/ingest/build/build.ts';
+import type { Filter, QueryWord } from '../../core/retrieval/account-index.ts';
+import { ADJACENT_WEIGHT, B, K1, NEIGHBOUR_DECAY } from '../../core/retrieval/bm25.ts';
+import type { Boundary } from '../../core/retrieval/boundary.ts';
+import { fallbackStatistics } from '../../core/retrieval/candidates.queries.ts';
+import type { Strategy } from '../../core/retrieval/ranking.ts';
+import { PLANS, queryWords, retrieve, type Plan } from '../../core/retrieval/retrieve.ts';
+import { createSearchIndex, type SearchIndex } from '../../core/retrieval/search-index.ts';
+import { memoryVersion, recordVersion } from '../../core/retrieval/search-index.queries.ts';
+import { parseTsVector } from '../../core/retrieval/text.ts';
 import { retrievalSet } from '../fixtures/query/retrieval-set.ts';
 import { createTestAccount } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { memoryRows } from '../helpers/memory-rows.ts';
 import { ingestMarkdown } from '../helpers/source-rows.ts';
 
-// The account search index (shared/retrieval/account-index.ts, search-index.ts): BM25 over records,
+// The account search index (core/retrieval/account-index.ts, search-index.ts): BM25 over records,
 // messages and claims with the account's exact statistics, neighbours in a conversation, a claim and its
 // message as one hit; the API's copy used only at or past the account's versions, never widening the
 // boundary, and kept within its memory budget; without a copy, PostgreSQL's candidates ranked alike.

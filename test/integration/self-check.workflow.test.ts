@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bound } from '../../shared/db/sql.ts';
-import { migrationsList } from '../../shared/db/migrations/index.ts';
-import { createOrm, migrate } from '../../shared/db/orm.ts';
-import { runSelfCheck } from '../../shared/temporal/starts.ts';
+import { bound } from '../../platform/db/sql.ts';
+import { migrationsList } from '../../platform/db/migrations/index.ts';
+import { createOrm, migrate } from '../../platform/db/orm.ts';
+import { runSelfCheck } from '../../temporal/starts.ts';
 import { createTestDatabase, createTestDatabaseRaw, type TestDatabase } from '../helpers/db.ts';
 import { memoryLogger, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../shared/config.ts';
+import { ConfigError, loadConfig } from '../../platform/config.ts';
 
 const cwd = '/srv/cairn';
 

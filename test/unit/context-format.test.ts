@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Evidence } from '../../shared/contracts/query.ts';
-import { buildContext } from '../../shared/query/result.ts';
+import type { Evidence } from '../../core/contracts/query.ts';
+import { buildContext } from '../../core/query/result.ts';
 
 // context.text is pasted into prompts, so evidence (anyone's ingested document, any message) must not
 // be able to pass for the context's own structure: a fake fragment line, a citation handle of its

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { clusterLayout } from '../../shared/cluster/layout.ts';
-import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION, temporalServerEnv } from '../../shared/cluster/temporal.ts';
+import { clusterLayout } from '../../runners/cluster/layout.ts';
+import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION, temporalServerEnv } from '../../runners/cluster/temporal.ts';
 
 // docker-compose.yml cannot run here (no Docker engine); its security-relevant settings are checked by
 // reading it: the Temporal UI is not exposed and cannot change workflows, every service restarts, and

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { extract } from '../../shared/ingest/extract/index.ts';
-import { buildRecords } from '../../shared/ingest/records.ts';
+import { extract } from '../../core/ingest/extract/index.ts';
+import { buildRecords } from '../../core/ingest/prepare/records.ts';
 import { expectDocumentOffsets, expectRecordOffsets, fixture, utf8 } from '../fixtures/ingest/checks.ts';
 
 describe('Markdown (nested.md)', () => {

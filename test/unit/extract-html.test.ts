@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ExtractionError, extract } from '../../shared/ingest/extract/index.ts';
-import { buildRecords } from '../../shared/ingest/records.ts';
+import { ExtractionError, extract } from '../../core/ingest/extract/index.ts';
+import { buildRecords } from '../../core/ingest/prepare/records.ts';
 import { expectDocumentOffsets, expectRecordOffsets, fixture, utf8 } from '../fixtures/ingest/checks.ts';
 
 const MARKERS = [

@@ -8,8 +8,8 @@ import {
   normalizeContentType,
   structureOnlyWarning,
   type SupportedContentType,
-} from '../../shared/ingest/extract/index.ts';
-import { buildRecords } from '../../shared/ingest/records.ts';
+} from '../../core/ingest/extract/index.ts';
+import { buildRecords } from '../../core/ingest/prepare/records.ts';
 import { factFor, fileSamples, fixtureDoc, minimalPdf } from '../fixtures/ingest/conformance-shapes.ts';
 import { expectDocumentOffsets, expectRecordOffsets, fixture, utf8 } from '../fixtures/ingest/checks.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fairSlots } from '../../shared/ingest/extraction-pool.ts';
+import { fairSlots } from '../../core/ingest/extraction/pool.ts';
 
 // The extraction processes are shared between accounts (issue 24): one account never holds them all.
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createRuleDeriver, thirdPerson } from '../../shared/memory/deriver.ts';
-import { injectionFinding } from '../../shared/memory/screen.ts';
+import { createRuleDeriver, thirdPerson } from '../../core/memory/deriver.ts';
+import { injectionFinding } from '../../core/memory/screen.ts';
 import { DERIVER_CASES } from '../fixtures/memory/deriver-cases.ts';
 
 const deriver = createRuleDeriver();

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { getPriority } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { threadNices } from '../helpers/processes.ts';
-import { lowerProcessPriority, lowerTaskPriority } from '../../shared/ops/priority.ts';
+import { lowerProcessPriority, lowerTaskPriority } from '../../platform/ops/priority.ts';
 
 let child: ChildProcess | undefined;
 afterEach(() => {

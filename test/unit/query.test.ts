@@ -1,15 +1,15 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { extractiveAnswer } from '../../shared/answer/extractive.ts';
-import { citedSentences } from '../../shared/answer/provider.ts';
-import { isSupported } from '../../shared/answer/support.ts';
-import { ConfigError, loadConfig } from '../../shared/config.ts';
-import { QueryRequest } from '../../shared/contracts/query.ts';
-import { findConflicts } from '../../shared/query/result.ts';
-import { requestHash } from '../../shared/idempotency.ts';
-import { openCitation, sealCitation } from '../../shared/retrieval/citations.ts';
-import { idf, termScore } from '../../shared/retrieval/bm25.ts';
-import { parseTsVector } from '../../shared/retrieval/text.ts';
+import { extractiveAnswer } from '../../core/answer/extractive.ts';
+import { citedSentences } from '../../core/answer/provider.ts';
+import { isSupported } from '../../core/answer/support.ts';
+import { ConfigError, loadConfig } from '../../platform/config.ts';
+import { QueryRequest } from '../../core/contracts/query.ts';
+import { findConflicts } from '../../core/query/result.ts';
+import { requestHash } from '../../core/idempotency.ts';
+import { openCitation, sealCitation } from '../../core/retrieval/citations.ts';
+import { idf, termScore } from '../../core/retrieval/bm25.ts';
+import { parseTsVector } from '../../core/retrieval/text.ts';
 
 describe('citation handles', () => {
   const key = randomBytes(32);

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { extract, type ExtractedDocument, type SupportedContentType } from '../../shared/ingest/extract/index.ts';
-import { contentHash } from '../../shared/hash.ts';
-import { buildRecords, type Excerpt } from '../../shared/ingest/records.ts';
+import { extract, type ExtractedDocument, type SupportedContentType } from '../../core/ingest/extract/index.ts';
+import { contentHash } from '../../platform/hash.ts';
+import { buildRecords, type Excerpt } from '../../core/ingest/prepare/records.ts';
 import { factFor, fileSamples, fixtureDoc } from '../fixtures/ingest/conformance-shapes.ts';
 import { expectRecordOffsets, fixture, utf8 } from '../fixtures/ingest/checks.ts';
 

@@ -4,8 +4,8 @@ import { execFileSync } from 'node:child_process';
 import { check } from 'recheck';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { RULE_PATTERNS } from '../../shared/memory/deriver.ts';
-import { SCREEN_PATTERNS } from '../../shared/memory/screen.ts';
+import { RULE_PATTERNS } from '../../core/memory/deriver.ts';
+import { SCREEN_PATTERNS } from '../../core/memory/screen.ts';
 
 // Every regular expression of the server's code runs in linear time (issue 24): recheck, a maintained
 // ReDoS checker that finds polynomial (quadratic, cubic) as well as exponential backtracking, checks
@@ -14,14 +14,14 @@ import { SCREEN_PATTERNS } from '../../shared/memory/screen.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 /** The server's code: what runs in the API, the worker and the extraction processes. */
-const SCOPE = ['shared', 'api', 'activities', 'workflows'];
+const SCOPE = ['core', 'platform', 'temporal', 'runners', 'api', 'activities', 'workflows'];
 /** Browser code (the console) never runs on the server. */
 const OUTSIDE = ['api/console/src/'];
 
 /** Patterns built at run time, with where the test finds them (a module exporting them). */
 const DYNAMIC: Record<string, RegExp[]> = {
-  'shared/memory/deriver.ts': RULE_PATTERNS,
-  'shared/memory/screen.ts': SCREEN_PATTERNS,
+  'core/memory/deriver.ts': RULE_PATTERNS,
+  'core/memory/screen.ts': SCREEN_PATTERNS,
 };
 
 type Found = { where: string; source: string; flags: string };

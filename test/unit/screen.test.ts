@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { injectionFinding, normalizeForScreen } from '../../shared/memory/screen.ts';
+import { injectionFinding, normalizeForScreen } from '../../core/memory/screen.ts';
 
 // The injection screen's own examples, written here from the published families of attacks on
 // instruction-following models (instruction override and goal hijacking as in PromptInject; role-play,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { sql } from '../../shared/db/sql.ts';
+import { sql } from '../../platform/db/sql.ts';
 
-describe('the sql tag (shared/db/sql.ts)', () => {
+describe('the sql tag (platform/db/sql.ts)', () => {
   it('makes each interpolated value a placeholder with its parameter, in text order', () => {
     const s = sql`select * from t where a = ${1} and b = any(${['x', 'y']}::text[])`;
     expect(s.text).toBe('select * from t where a = ? and b = any(?::text[])');

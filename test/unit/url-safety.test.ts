@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { AppError } from '../../shared/errors.ts';
+import { AppError } from '../../platform/errors.ts';
 import {
   assertFetchableUrl,
   classifyAddress,
@@ -7,7 +7,7 @@ import {
   parseSourceUrl,
   type LookupFn,
   type UrlPolicy,
-} from '../../shared/ingest/url-safety.ts';
+} from '../../platform/net/url-safety.ts';
 
 const noAllowlist: UrlPolicy = { allowlist: [] };
 

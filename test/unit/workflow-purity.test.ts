@@ -13,7 +13,7 @@ describe('workflow purity lint rule', () => {
   it.each([
     ["import fs from 'node:fs'; export const x = fs;"],
     ["import pg from 'pg'; export const x = pg;"],
-    ["import { createOrm } from '../shared/db/orm.ts'; export const x = createOrm;"],
+    ["import { createOrm } from '../platform/db/orm.ts'; export const x = createOrm;"],
     ["import { createActivities } from '../activities/index.ts'; export const x = createActivities;"],
     ["import { Client } from '@temporalio/client'; export const x = Client;"],
   ])('rejects %s', async (code) => {
@@ -36,6 +36,6 @@ describe('workflow purity lint rule', () => {
   });
 
   it('does not apply outside workflows/', async () => {
-    expect(await ruleIds("import fs from 'node:fs'; export const x = fs;", 'shared/probe.ts')).toEqual([]);
+    expect(await ruleIds("import fs from 'node:fs'; export const x = fs;", 'platform/probe.ts')).toEqual([]);
   });
 });

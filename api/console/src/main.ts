@@ -3,7 +3,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { CONSOLE_PAGES, type ConsolePath } from '../pages.ts';
-import { get, setSignedOutHandler, type Json } from './api.ts';
+import { get, setSignedOutHandler, type Json } from './lib/api.ts';
 import { AccountPage } from './pages/account.ts';
 import { AppsPage } from './pages/apps.ts';
 import { DevicePage } from './pages/device.ts';
@@ -14,8 +14,8 @@ import { RecoveryPage } from './pages/recovery.ts';
 import { SignInPage, SignOutButton } from './pages/signin.ts';
 import { SourcesPage } from './pages/sources.ts';
 import { UsagePage } from './pages/usage.ts';
-import { interceptLinks, useRoute } from './router.ts';
-import { html, PageTitle } from './ui.ts';
+import { interceptLinks, useRoute } from './lib/router.ts';
+import { html, PageTitle } from './lib/ui.ts';
 
 const VIEWS: Record<ConsolePath, (props: { session: Json; refreshSession: () => Promise<void> }) => unknown> = {
   '/': UsagePage,

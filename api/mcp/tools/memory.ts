@@ -2,16 +2,16 @@ import { z } from 'zod';
 import {
   Claim, ClaimDeleteReceipt, ClaimDeleteRequest, ClaimHistoryResponse, ClaimsListRequest, ClaimUpdateRequest, ClaimUpdateResult,
   EventStatus, Label, MessagesCreateReceipt, MessagesCreateRequest, PageClaim, Peer, QueueStatus, RepresentationResponse, Session,
-} from '../../../shared/contracts/memory.ts';
-import { claimHistory, getClaim, listClaims, updateClaim, withdrawClaim } from '../../../shared/memory/claims.ts';
-import { peerRepresentation } from '../../../shared/memory/context.ts';
-import { eventStatus, getEvent, queueStatus, requestDeletion } from '../../../shared/memory/events.ts';
-import { labelRecord, upsertLabel } from '../../../shared/memory/labels.ts';
-import { addMessages } from '../../../shared/memory/messages.ts';
+} from '../../../core/contracts/memory.ts';
+import { claimHistory, getClaim, listClaims, updateClaim, withdrawClaim } from '../../../core/memory/claims.ts';
+import { peerRepresentation } from '../../../core/memory/context.ts';
+import { eventStatus, getEvent, queueStatus, requestDeletion } from '../../../core/memory/events.ts';
+import { labelRecord, upsertLabel } from '../../../core/memory/labels.ts';
+import { addMessages } from '../../../core/memory/messages.ts';
 import { defineTool, type McpTool } from './registry.ts';
 
 // The 13 native-memory tools of spec 4.6: thin adapters over the same domain functions as the REST
-// routes of 4.5 (shared/memory). The workspace is always `default`. Scopes are checked by the registry.
+// routes of 4.5 (core/memory). The workspace is always `default`. Scopes are checked by the registry.
 
 const READ = ['memory.read'] as const;
 const WRITE = ['memory.write'] as const;

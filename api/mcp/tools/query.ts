@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { QueryMode, QueryRequest, QueryResult } from '../../../shared/contracts/query.ts';
-import { validationError } from '../../../shared/errors.ts';
-import { fragmentBlock } from '../../../shared/query/result.ts';
-import type { Logger } from '../../../shared/logger.ts';
-import { runQuery } from '../../../shared/query/run.ts';
+import { QueryMode, QueryRequest, QueryResult } from '../../../core/contracts/query.ts';
+import { validationError } from '../../../platform/errors.ts';
+import { fragmentBlock } from '../../../core/query/result.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { runQuery } from '../../../core/query/run.ts';
 import { defineTool, issuesText } from './registry.ts';
 
 const input = z.strictObject({

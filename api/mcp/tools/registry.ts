@@ -2,14 +2,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
-import type { Principal } from '../../../shared/auth/principal.ts';
-import type { QueryServices } from '../../../shared/query/run.ts';
-import type { SearchIndex } from '../../../shared/retrieval/search-index.ts';
-import type { Config } from '../../../shared/config.ts';
-import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
-import type { Scope } from '../../../shared/contracts/account.ts';
-import { CONTROL_CHARACTER_MESSAGE, controlCharacterPath } from '../../../shared/contracts/common.ts';
-import { AppError, type ErrorCode } from '../../../shared/errors.ts';
+import type { Principal } from '../../../core/auth/principal.ts';
+import type { QueryServices } from '../../../core/query/run.ts';
+import type { SearchIndex } from '../../../core/retrieval/search-index.ts';
+import type { Config } from '../../../platform/config.ts';
+import type { FreeWorkLimiter } from '../../../platform/ops/free-work.ts';
+import type { Scope } from '../../../core/contracts/account.ts';
+import { CONTROL_CHARACTER_MESSAGE, controlCharacterPath } from '../../../core/contracts/common.ts';
+import { AppError, type ErrorCode } from '../../../platform/errors.ts';
 import { toolJsonSchema } from './json-schema.ts';
 
 /** What a tool's domain function may need besides the caller and its EntityManager. */

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { getAccount } from '../../../shared/auth/accounts.ts';
-import { getApiKey } from '../../../shared/auth/api-keys.ts';
-import { AccessResponse } from '../../../shared/contracts/account.ts';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
-import type { Config } from '../../../shared/config.ts';
-import { processingBudget } from '../../../shared/ingest/ocr/budgets.ts';
-import { getCreditBalance } from '../../../shared/metering/credits.ts';
+import { getAccount } from '../../../core/auth/accounts.ts';
+import { getApiKey } from '../../../core/auth/api-keys.ts';
+import { AccessResponse } from '../../../core/contracts/account.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
+import type { Config } from '../../../platform/config.ts';
+import { processingBudget } from '../../../core/ingest/ocr/budgets.ts';
+import { getCreditBalance } from '../../../core/metering/credits.ts';
 import { principalOf } from '../../plugins/auth.ts';
 
 export const accessRoutes: FastifyPluginAsyncZod<{ ocr: Config['ocr'] }> = async (app, { ocr }) => {

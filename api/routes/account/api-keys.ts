@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { apiKeyRecord, createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../../../shared/auth/api-keys.ts';
+import { apiKeyRecord, createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../../../core/auth/api-keys.ts';
 import {
   ApiKeyCreateRequest,
   ApiKeyIdParams,
@@ -7,8 +7,8 @@ import {
   ApiKeyResponse,
   ApiKeyRotateRequest,
   ApiKeyWithSecretResponse,
-} from '../../../shared/contracts/account.ts';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
+} from '../../../core/contracts/account.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
 import { principalOf, type AuthRule } from '../../plugins/auth.ts';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope };

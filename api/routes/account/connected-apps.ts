@@ -1,13 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
 import {
   ConnectedAppIdParams,
   ConnectedAppListResponse,
   ConnectedAppResponse,
   ConnectedAppScopesRequest,
-  connectedAppRecord,
-} from '../../../shared/contracts/oauth.ts';
-import { listConnectedApps, revokeConnectedApp, setConnectedAppScopes } from '../../../shared/oauth/connected-apps.ts';
+} from '../../../core/contracts/oauth.ts';
+import { connectedAppRecord, listConnectedApps, revokeConnectedApp, setConnectedAppScopes } from '../../../core/oauth/connected-apps.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { ACCOUNT_MANAGEMENT } from './api-keys.ts';
 

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { markDeletionPending } from '../../../shared/auth/account-deletion.ts';
-import type { Config } from '../../../shared/config.ts';
-import { AccountDeletionRequest, AccountDeletionResponse } from '../../../shared/contracts/account.ts';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
-import { AppError, validationError } from '../../../shared/errors.ts';
-import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
-import { startAccountDeletion } from '../../../shared/temporal/starts.ts';
+import { markDeletionPending } from '../../../core/auth/account-deletion.ts';
+import type { Config } from '../../../platform/config.ts';
+import { AccountDeletionRequest, AccountDeletionResponse } from '../../../core/contracts/account.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
+import { AppError, validationError } from '../../../platform/errors.ts';
+import type { TemporalClientHandle } from '../../../temporal/client.ts';
+import { startAccountDeletion } from '../../../temporal/starts.ts';
 import { clearSessionCookie, principalOf } from '../../plugins/auth.ts';
 
 const pendingError = (why: string) =>

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { AccountOverview, OverviewQuery } from '../../../shared/contracts/account.ts';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
-import { overviewLists } from '../../../shared/ingest/sources.ts';
-import { getCreditBalance } from '../../../shared/metering/credits.ts';
+import { AccountOverview, OverviewQuery } from '../../../core/contracts/account.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
+import { overviewLists } from '../../../core/ingest/sources.ts';
+import { getCreditBalance } from '../../../core/metering/credits.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { ACCOUNT_MANAGEMENT } from './api-keys.ts';
 

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { changePassword } from '../../../shared/auth/sessions.ts';
-import type { Config } from '../../../shared/config.ts';
-import { PasswordChangeRequest, PasswordChangeResponse } from '../../../shared/contracts/auth.ts';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
+import { changePassword } from '../../../core/auth/sessions.ts';
+import type { Config } from '../../../platform/config.ts';
+import { PasswordChangeRequest, PasswordChangeResponse } from '../../../core/contracts/auth.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
 import { principalOf } from '../../plugins/auth.ts';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 429: ErrorEnvelope };

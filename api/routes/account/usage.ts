@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { AccountUsage, UsageQuery } from '../../../shared/contracts/account.ts';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
-import { usageReport } from '../../../shared/metering/usage.ts';
+import { AccountUsage, UsageQuery } from '../../../core/contracts/account.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
+import { usageReport } from '../../../core/metering/usage.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { ACCOUNT_MANAGEMENT } from './api-keys.ts';
 

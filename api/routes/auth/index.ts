@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { getAccount } from '../../../shared/auth/accounts.ts';
-import { endBrowserSession, getBrowserSession, login, sessionTimes } from '../../../shared/auth/sessions.ts';
-import type { Config } from '../../../shared/config.ts';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
-import { AuthResponse, AuthSessionStatus, LoginRequest, SignOutResponse } from '../../../shared/contracts/auth.ts';
+import { getAccount } from '../../../core/auth/accounts.ts';
+import { endBrowserSession, getBrowserSession, login, sessionTimes } from '../../../core/auth/sessions.ts';
+import type { Config } from '../../../platform/config.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
+import { AuthResponse, AuthSessionStatus, LoginRequest, SignOutResponse } from '../../../core/contracts/auth.ts';
 import { clearSessionCookie, SESSION_COOKIE, setSessionCookie } from '../../plugins/auth.ts';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 429: ErrorEnvelope };

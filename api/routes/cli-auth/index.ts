@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { approveDevice, createDeviceAuthorization, endCliSession, pollDeviceToken, verificationUrl } from '../../../shared/auth/device.ts';
-import type { Config } from '../../../shared/config.ts';
+import { approveDevice, createDeviceAuthorization, endCliSession, pollDeviceToken, verificationUrl } from '../../../core/auth/device.ts';
+import type { Config } from '../../../platform/config.ts';
 import {
   CliAuthStatus,
   CliDeviceApprovalRequest,
@@ -11,8 +11,8 @@ import {
   CliDeviceTokenRequest,
   CliLogoutResponse,
   CliSessionResponse,
-} from '../../../shared/contracts/auth.ts';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
+} from '../../../core/contracts/auth.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
 import { principalOf } from '../../plugins/auth.ts';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope };

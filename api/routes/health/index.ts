@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
 
 export type ReadinessCheck = () => Promise<void>;
 

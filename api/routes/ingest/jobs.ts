@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
-import { JobIdParams, JobListQuery, JobListResponse, JobReadResponse } from '../../../shared/contracts/ingest.ts';
-import { getJob, listJobs, publicJob } from '../../../shared/ingest/jobs.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
+import { JobIdParams, JobListQuery, JobListResponse, JobReadResponse } from '../../../core/contracts/ingest.ts';
+import { getJob, listJobs, publicJob } from '../../../core/ingest/jobs.ts';
 import { principalOf, type AuthRule } from '../../plugins/auth.ts';
 
 export type IngestMount = { base: string; auth: AuthRule; tags: string[] };

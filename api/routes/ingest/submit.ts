@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Config } from '../../../shared/config.ts';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
+import type { Config } from '../../../platform/config.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
 import {
   FileIngestRequest,
   FilePlanResponse,
@@ -8,16 +8,16 @@ import {
   SourceIdParams,
   UrlIngestRequest,
   UrlPlanResponse,
-} from '../../../shared/contracts/ingest.ts';
-import { publicJob } from '../../../shared/ingest/jobs.ts';
-import type { ExtractionPool } from '../../../shared/ingest/extraction-pool.ts';
-import { localOcrProvider } from '../../../shared/ingest/ocr/provider.ts';
-import type { Logger } from '../../../shared/logger.ts';
-import { requestSourceDeletion } from '../../../shared/ingest/sources.ts';
-import { decodeUpload, previewFile, previewUrl, submitFile, submitUrl, type IngestDeps } from '../../../shared/ingest/submit.ts';
-import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
-import type { TemporalClientHandle } from '../../../shared/temporal/client.ts';
-import { workflowStarts } from '../../../shared/temporal/starts.ts';
+} from '../../../core/contracts/ingest.ts';
+import { publicJob } from '../../../core/ingest/jobs.ts';
+import type { ExtractionPool } from '../../../core/ingest/extraction/pool.ts';
+import { localOcrProvider } from '../../../core/ingest/ocr/provider.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { requestSourceDeletion } from '../../../core/ingest/sources.ts';
+import { decodeUpload, previewFile, previewUrl, submitFile, submitUrl, type IngestDeps } from '../../../core/ingest/submission/submit.ts';
+import type { FreeWorkLimiter } from '../../../platform/ops/free-work.ts';
+import type { TemporalClientHandle } from '../../../temporal/client.ts';
+import { workflowStarts } from '../../../temporal/starts.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import type { IngestMount } from './jobs.ts';
 

@@ -2,8 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import {
   ClaimDeleteReceipt, ClaimDeleteRequest, ClaimHistoryResponse, ClaimParams, ClaimResponse, ClaimsListRequest, ClaimsQueryRequest,
   ClaimUpdateRequest, ClaimUpdateResult, PageClaim, WorkspaceParams,
-} from '../../../shared/contracts/memory.ts';
-import { claimHistory, getClaim, listClaims, queryClaims, updateClaim, withdrawClaim } from '../../../shared/memory/claims.ts';
+} from '../../../core/contracts/memory.ts';
+import { claimHistory, getClaim, listClaims, queryClaims, updateClaim, withdrawClaim } from '../../../core/memory/claims.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { checkWorkspace, memoryErrors as errors, type MemoryRouteOptions } from './common.ts';
 

@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
-import type { Config } from '../../../shared/config.ts';
-import type { FreeWorkLimiter } from '../../../shared/ops/free-work.ts';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
-import { assertWorkspace } from '../../../shared/memory/labels.ts';
-import type { SearchIndex } from '../../../shared/retrieval/search-index.ts';
+import type { Config } from '../../../platform/config.ts';
+import type { FreeWorkLimiter } from '../../../platform/ops/free-work.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
+import { assertWorkspace } from '../../../core/memory/labels.ts';
+import type { SearchIndex } from '../../../core/retrieval/search-index.ts';
 import type { AuthRule } from '../../plugins/auth.ts';
 
 type Mount = { base: string; auth: { read: AuthRule; write: AuthRule }; tags: string[] };

@@ -2,9 +2,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import {
   AskRequest, ContextQuery, MemoryContext, MessagesCreateReceipt, MessagesCreateRequest, PageMessage, PageRequest, PeerParams,
   RepresentationResponse, SessionContextQuery, SessionParams,
-} from '../../../shared/contracts/memory.ts';
-import { askPeer, peerContext, peerRepresentation, sessionContext } from '../../../shared/memory/context.ts';
-import { addMessages, listMessages } from '../../../shared/memory/messages.ts';
+} from '../../../core/contracts/memory.ts';
+import { askPeer, peerContext, peerRepresentation, sessionContext } from '../../../core/memory/context.ts';
+import { addMessages, listMessages } from '../../../core/memory/messages.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { checkWorkspace, memoryErrors as errors, type MemoryRouteOptions } from './common.ts';
 

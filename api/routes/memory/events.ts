@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { EventParams, EventStatus, QueueStatus, WorkspaceParams } from '../../../shared/contracts/memory.ts';
-import { eventStatus, getEvent, queueStatus } from '../../../shared/memory/events.ts';
+import { EventParams, EventStatus, QueueStatus, WorkspaceParams } from '../../../core/contracts/memory.ts';
+import { eventStatus, getEvent, queueStatus } from '../../../core/memory/events.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { checkWorkspace, memoryErrors as errors, type MemoryRouteOptions } from './common.ts';
 

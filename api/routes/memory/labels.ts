@@ -2,9 +2,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import {
   EventStatus, LabelUpsertRequest, PagePeer, PageRequest, PageSession, PageWorkspace, Peer, PeerParams, Session, SessionParams,
   Workspace, WorkspaceParams,
-} from '../../../shared/contracts/memory.ts';
-import { eventStatus, requestDeletion } from '../../../shared/memory/events.ts';
-import { labelRecord, listLabels, requireLabel, upsertLabel, workspaceRecord } from '../../../shared/memory/labels.ts';
+} from '../../../core/contracts/memory.ts';
+import { eventStatus, requestDeletion } from '../../../core/memory/events.ts';
+import { labelRecord, listLabels, requireLabel, upsertLabel, workspaceRecord } from '../../../core/memory/labels.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { checkWorkspace, memoryErrors as errors, type MemoryRouteOptions } from './common.ts';
 

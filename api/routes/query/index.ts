@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Logger } from '../../../shared/logger.ts';
-import { ErrorEnvelope } from '../../../shared/contracts/common.ts';
-import { QueryRequest, QueryResult } from '../../../shared/contracts/query.ts';
-import { runQuery, type QueryServices } from '../../../shared/query/run.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { ErrorEnvelope } from '../../../core/contracts/common.ts';
+import { QueryRequest, QueryResult } from '../../../core/contracts/query.ts';
+import { runQuery, type QueryServices } from '../../../core/query/run.ts';
 import { principalOf, type AuthRule } from '../../plugins/auth.ts';
 
 const errors = {

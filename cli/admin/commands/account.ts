@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { accountSummary, createAccount, disableAccount } from '../../../shared/auth/accounts.ts';
-import { Email } from '../../../shared/contracts/auth.ts';
-import { PASSWORD_MAX, PASSWORD_MIN } from '../../../shared/auth/passwords.ts';
-import { Account } from '../../../shared/db/entities/index.ts';
-import { linkExternalIdentity } from '../../../shared/oauth/external.ts';
+import { accountSummary, createAccount, disableAccount } from '../../../core/auth/accounts.ts';
+import { Email } from '../../../core/contracts/auth.ts';
+import { PASSWORD_MAX, PASSWORD_MIN } from '../../../core/contracts/auth.ts';
+import { Account } from '../../../platform/db/entities/index.ts';
+import { linkExternalIdentity } from '../../../core/oauth/external.ts';
 import { parseFlags, UsageError, type AdminCommand } from '../registry.ts';
 
 const count = z.coerce.number().int().min(0).max(1_000_000_000);

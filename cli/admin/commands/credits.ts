@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { findAccountByEmail } from '../../../shared/auth/accounts.ts';
-import { Email } from '../../../shared/contracts/auth.ts';
-import { adjustCredits, getBalance, verifyLedger } from '../../../shared/metering/ledger.ts';
-import { changeLimits } from '../../../shared/metering/limits.ts';
-import { isoDate } from '../../../shared/metering/periods.ts';
+import { findAccountByEmail } from '../../../core/auth/accounts.ts';
+import { Email } from '../../../core/contracts/auth.ts';
+import { adjustCredits, getBalance, verifyLedger } from '../../../core/metering/ledger.ts';
+import { changeLimits } from '../../../core/metering/limits.ts';
+import { isoDate } from '../../../core/metering/periods.ts';
 import type { AdminContext } from '../context.ts';
 import { parseFlags, UsageError, type AdminCommand } from '../registry.ts';
 

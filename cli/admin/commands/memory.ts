@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { eventBatch } from '../../../shared/memory/events.queries.ts';
-import { memoryBatchWorkflowId } from '../../../shared/temporal/starts.ts';
+import { eventBatch } from '../../../core/memory/events.queries.ts';
+import { memoryBatchWorkflowId } from '../../../temporal/starts.ts';
 import { parseFlags, UsageError, type AdminCommand } from '../registry.ts';
 
 export const memoryEventCommand: AdminCommand = {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { temporalAddressFor } from '../../../shared/local/infra.ts';
-import { createTemporalClient } from '../../../shared/temporal/client.ts';
-import { runSelfCheck } from '../../../shared/temporal/starts.ts';
+import { temporalAddressFor } from '../../../runners/local/infra.ts';
+import { createTemporalClient } from '../../../temporal/client.ts';
+import { runSelfCheck } from '../../../temporal/starts.ts';
 import type { AdminCommand } from '../registry.ts';
 
 export const selfcheckCommand: AdminCommand = {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { releaseSource } from '../../../shared/ingest/build.ts';
+import { releaseSource } from '../../../core/ingest/build/build.ts';
 import { parseFlags, UsageError, type AdminCommand } from '../registry.ts';
 
 export const sourceReleaseCommand: AdminCommand = {

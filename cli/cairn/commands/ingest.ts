@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { CONTENT_TYPES, MAX_FILE_BYTES } from '../../../shared/contracts/ingest.ts';
+import { CONTENT_TYPES, MAX_FILE_BYTES } from '../../../core/contracts/ingest.ts';
 import { parseFlags, UsageError } from '../../lib/dispatch.ts';
 import { CliFailure } from '../failure.ts';
 import type { ApiClient, Json } from '../http.ts';

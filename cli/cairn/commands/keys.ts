@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Preset, Scope } from '../../../shared/contracts/account.ts';
+import { Preset, Scope } from '../../../core/contracts/account.ts';
 import { parseFlags } from '../../lib/dispatch.ts';
 import { updateConfigFile } from '../config.ts';
 import type { Json } from '../http.ts';

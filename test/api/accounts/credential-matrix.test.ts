@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { disableAccount } from '../../../shared/auth/accounts.ts';
+import { disableAccount } from '../../../core/auth/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startApi, testTemporalClient } from '../../helpers/services.ts';
 import {

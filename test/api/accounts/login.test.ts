@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { disableAccount } from '../../../shared/auth/accounts.ts';
+import { disableAccount } from '../../../core/auth/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startApi, testTemporalClient } from '../../helpers/services.ts';
 import {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRateLimiter, type RateLimiter } from '../../../shared/metering/rate-limit.ts';
+import { createRateLimiter, type RateLimiter } from '../../../core/metering/rate-limit.ts';
 import { ApiClient, cliSignIn, createKey, createTestAccount, expectError, signIn, sqlClient, type Sql } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';

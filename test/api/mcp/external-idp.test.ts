@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type McpTool } from '../../../api/mcp/tools/registry.ts';
 import { freePort } from '../../helpers/ephemeral.ts';
-import { linkExternalIdentity } from '../../../shared/oauth/external.ts';
+import { linkExternalIdentity } from '../../../core/oauth/external.ts';
 import { ApiClient, createTestAccount, signIn, type Json, type TestAccount } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';

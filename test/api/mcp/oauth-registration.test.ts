@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../helpers/ephemeral.ts';
-import { createRateLimiter, type RateLimiter } from '../../../shared/metering/rate-limit.ts';
+import { createRateLimiter, type RateLimiter } from '../../../core/metering/rate-limit.ts';
 import { ApiClient, createTestAccount, signIn, sqlClient, type Json, type Sql } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';

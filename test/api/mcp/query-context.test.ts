@@ -1,8 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../../shared/auth/api-keys.ts';
-import type { Scope } from '../../../shared/contracts/account.ts';
+import { createApiKey } from '../../../core/auth/api-keys.ts';
+import type { Scope } from '../../../core/contracts/account.ts';
 import { createTestAccount, type Json } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';

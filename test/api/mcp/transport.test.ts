@@ -5,7 +5,7 @@ import { request as httpRequest } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type McpTool } from '../../../api/mcp/tools/registry.ts';
-import { createRateLimiter } from '../../../shared/metering/rate-limit.ts';
+import { createRateLimiter } from '../../../core/metering/rate-limit.ts';
 import { ApiClient, cliSignIn, createKey, createTestAccount, signIn, type CreatedKey, type Json } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../../shared/auth/api-keys.ts';
+import { createApiKey } from '../../../core/auth/api-keys.ts';
 import { createTestAccount, type Json } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../../helpers/services.ts';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import { createApiKey } from '../../../shared/auth/api-keys.ts';
-import type { Scope } from '../../../shared/contracts/account.ts';
-import type { Orm } from '../../../shared/db/orm.ts';
+import { createApiKey } from '../../../core/auth/api-keys.ts';
+import type { Scope } from '../../../core/contracts/account.ts';
+import type { Orm } from '../../../platform/db/orm.ts';
 import { createTestAccount, type Json } from '../../helpers/accounts.ts';
 
 // Shared by the native-memory test files: a bearer client for /v1/workspaces/default and polling.

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgeAccountData } from '../../../shared/auth/account-deletion.ts';
+import { purgeAccountData } from '../../../core/auth/account-deletion.ts';
 import { ApiClient, cliSignIn, expectError, signIn, sqlClient, type Json, type Sql } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../../helpers/services.ts';

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { ApiError, del, post, type Json } from '../api.ts';
-import { errorNotice, html, NoticeView, PageTitle, Time, type Notice } from '../ui.ts';
+import { ApiError, del, post, type Json } from '../lib/api.ts';
+import { errorNotice, html, NoticeView, PageTitle, Time, type Notice } from '../lib/ui.ts';
 
 /** Password change: the current password, the new one twice; every other session ends. */
 function PasswordForm() {

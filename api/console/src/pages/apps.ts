@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { del, get, put, type Json } from '../api.ts';
-import { errorNotice, html, Loadable, NoticeView, PageTitle, Time, useLoad, type Notice } from '../ui.ts';
+import { del, get, put, type Json } from '../lib/api.ts';
+import { errorNotice, html, Loadable, NoticeView, PageTitle, Time, useLoad, type Notice } from '../lib/ui.ts';
 
 /** Where an application's authorizations return to, as a person recognises it: the host (or the URI). */
 const returnsTo = (a: Json) =>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { call, get, post, type Json } from '../api.ts';
-import { errorNotice, html, NoticeView, Time, type Notice } from '../ui.ts';
+import { call, get, post, type Json } from '../lib/api.ts';
+import { errorNotice, html, NoticeView, Time, type Notice } from '../lib/ui.ts';
 
 // A claim as people review it: what it says, whether it is supported or conflicting, what it cites
 // (the message span it was derived from, or the person's correction), when it is valid, its history,

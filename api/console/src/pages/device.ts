@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
-import { post } from '../api.ts';
-import { useRoute } from '../router.ts';
-import { errorNotice, html, NoticeView, PageTitle, when, type Notice } from '../ui.ts';
+import { post } from '../lib/api.ts';
+import { useRoute } from '../lib/router.ts';
+import { errorNotice, html, NoticeView, PageTitle, when, type Notice } from '../lib/ui.ts';
 
 /**
  * The CLI device flow's verificationUrl (/device?code=XXXX-XXXX): approves the code shown in the

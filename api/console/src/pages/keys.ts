@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { del, get, post, type Json } from '../api.ts';
-import { errorNotice, html, Loadable, NoticeView, PageTitle, Time, useLoad, type Notice } from '../ui.ts';
+import { del, get, post, type Json } from '../lib/api.ts';
+import { errorNotice, html, Loadable, NoticeView, PageTitle, Time, useLoad, type Notice } from '../lib/ui.ts';
 
 const SCOPES = [
   { id: 'ingest', detail: 'submit sources and read ingest jobs' },

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
-import { post, type Json } from '../api.ts';
-import { useRoute } from '../router.ts';
-import { errorNotice, html, MoreButton, NoticeView, PageTitle, Time, usePaged, type Notice, type Paged } from '../ui.ts';
+import { post, type Json } from '../lib/api.ts';
+import { useRoute } from '../lib/router.ts';
+import { errorNotice, html, MoreButton, NoticeView, PageTitle, Time, usePaged, type Notice, type Paged } from '../lib/ui.ts';
 import { ClaimCard, listClaims, MEMORY } from './claims.ts';
 import { QueryRunner } from './playground.ts';
 

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { call, type Json } from '../api.ts';
-import { errorNotice, html, NoticeView, PageTitle, type Notice } from '../ui.ts';
+import { call, type Json } from '../lib/api.ts';
+import { errorNotice, html, NoticeView, PageTitle, type Notice } from '../lib/ui.ts';
 
 // The answers playground on POST /v1/account/answers/query (browser session). The inner shapes of
 // evidence, citations, gaps and limitations are not fixed by the contract, so they are rendered from

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { del, type Json } from '../api.ts';
-import { errorNotice, html, NoticeView, PageTitle, type Notice } from '../ui.ts';
+import { del, type Json } from '../lib/api.ts';
+import { errorNotice, html, NoticeView, PageTitle, type Notice } from '../lib/ui.ts';
 import { SignOutButton } from './signin.ts';
 
 /**

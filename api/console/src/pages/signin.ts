@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { del, post } from '../api.ts';
-import { errorNotice, html, NoticeView, PageTitle, type Notice } from '../ui.ts';
+import { del, post } from '../lib/api.ts';
+import { errorNotice, html, NoticeView, PageTitle, type Notice } from '../lib/ui.ts';
 
 /** Email and password sign-in (POST /v1/auth/login); the session cookie is set by the response. */
 export function SignInPage({ onSignedIn, forDevice }: { onSignedIn: () => Promise<void>; forDevice: boolean }) {

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { del, get, post, type Json } from '../api.ts';
-import { errorNotice, html, Loadable, NoticeView, PageTitle, Time, useLoad, type Notice } from '../ui.ts';
+import { del, get, post, type Json } from '../lib/api.ts';
+import { errorNotice, html, Loadable, NoticeView, PageTitle, Time, useLoad, type Notice } from '../lib/ui.ts';
 
 // Sources and ingest from the browser: preview a URL or a file (the dry-run plan; nothing is stored),
 // queue it, watch its job to the end; the sources and jobs of the account; delete a source. All through

@@ -1,5 +1,5 @@
-import { get, type Json } from '../api.ts';
-import { html, Loadable, num, PageTitle, Time, useLoad } from '../ui.ts';
+import { get, type Json } from '../lib/api.ts';
+import { html, Loadable, num, PageTitle, Time, useLoad } from '../lib/ui.ts';
 
 type Day = { date: string; queries: number; ingests: number; creditsCharged: number };
 

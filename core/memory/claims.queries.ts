@@ -1,0 +1,246 @@
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
+import type { Reach } from '../auth/principal.ts';
+import type { Claim } from '../contracts/memory.ts';
+import { audienceCondition, bound } from '../../platform/db/sql.ts';
+import { exactTime } from './pagination.ts';
+
+// The claim statements (memory_claim, memory_claim_history): reads by id, page, rank and peer, the
+// guarded changes and their history, and the batch commit's inserts. The rules are in claims.ts and
+// commit.ts.
+
+export type ClaimRow = {
+  id: string; content: string; peer_label: string; session_label: string | null; agent_id: string | null;
+  authority: Claim['authority']; state: Claim['state']; eligibility: Claim['eligibility']; support_status: Claim['support_status'];
+  categories: string[]; valid_from: Date; valid_to: Date | null; message_id: string | null; span_start: number | null;
+  span_end: number | null; message_content: string | null; conflicts_with: string[]; warning: string | null;
+  head_revision: string; revision: number; created_at: Date; updated_at: Date; peer_id: string; score?: number;
+  /** created_at with its microseconds, for cursors. */
+  created_key: string;
+  /** The latest correction (UPDATE) of a corrected claim: what it cites instead of the message. */
+  corrected_revision: string | null; corrected_marker: string | null; corrected_reason: string | null; corrected_at: Date | null;
+};
+
+/**
+ * A claim with its conflicts both ways: conflicts_with holds the claims it contradicted when it was
+ * made, and `later` the claims made since that contradict it (they list it; migration 0020). A claim
+ * is conflicting while either side is non-empty, unless a person has asserted it. A corrected claim
+ * also brings its latest correction (`corr`), which is what it cites.
+ */
+const CLAIM_SELECT = `select c.id, c.content, p.label as peer_label, s.label as session_label, c.agent_id, c.authority,
+  c.state, c.eligibility,
+  case when c.support_status = 'supported' and cardinality(later.ids) > 0 then 'conflicting' else c.support_status end as support_status,
+  c.categories, c.valid_from, c.valid_to, c.message_id, c.span_start, c.span_end,
+  m.content as message_content, c.conflicts_with || later.ids as conflicts_with, c.warning, c.head_revision, c.revision, c.created_at,
+  c.updated_at, c.peer_id, corr.successor_revision as corrected_revision, corr.marker as corrected_marker,
+  corr.reason as corrected_reason, corr.created_at as corrected_at, ${exactTime('c.created_at')} as created_key
+  from memory_claim c join memory_peer p on p.id = c.peer_id
+  cross join lateral (select coalesce(array_agg(o.id order by o.created_at, o.id), '{}') as ids from memory_claim o
+                       where o.conflicts_with @> array[c.id] and o.peer_id = c.peer_id and not (o.id = any(c.conflicts_with))) later
+  left join lateral (select h.successor_revision, h.marker, h.reason, h.created_at from memory_claim_history h
+                      where h.claim_id = c.id and h.event = 'UPDATE' and c.authority = 'correction_memory'
+                      order by h.seq desc limit 1) corr on true
+  left join memory_session s on s.id = c.session_id left join memory_message m on m.id = c.message_id`;
+
+/** A claim of the account inside the key's audiences (a claim carries its message's audience); `lock`: for update. */
+export async function claimInReach(em: Em, reach: Reach, claimId: string, lock: boolean): Promise<ClaimRow | undefined> {
+  const inReach = audienceCondition('c.audience', reach.audiences);
+  const [row] = await bound<ClaimRow>(em, `${CLAIM_SELECT} where c.id = ? and c.account_id = ?${inReach.sql}${lock ? ' for update of c' : ''}`, [claimId, reach.accountId, ...inReach.params]);
+  return row;
+}
+
+/** Claims of the account in a state inside the key's audiences, newest first, after a cursor's key. */
+export async function claimsAfter(em: Em, reach: Reach, f: {
+  state: Claim['state']; peerId?: string; sessionId?: string; after?: [string, string]; limit: number;
+}): Promise<ClaimRow[]> {
+  const inReach = audienceCondition('c.audience', reach.audiences);
+  const where = [`c.account_id = ? and c.state = ?${inReach.sql}`];
+  const params: unknown[] = [reach.accountId, f.state, ...inReach.params];
+  if (f.peerId !== undefined) {
+    where.push('c.peer_id = ?');
+    params.push(f.peerId);
+  }
+  if (f.sessionId !== undefined) {
+    where.push('c.session_id = ?');
+    params.push(f.sessionId);
+  }
+  if (f.after) {
+    where.push('(c.created_at, c.id) < (?::timestamptz, ?::uuid)');
+    params.push(...f.after);
+  }
+  return bound<ClaimRow>(em, `${CLAIM_SELECT} where ${where.join(' and ')} order by c.created_at desc, c.id desc limit ?`, [...params, f.limit]);
+}
+
+/** Claims by id (no boundary: the ids come from a read that applied it). */
+export async function claimsByIds(em: Em, ids: string[]): Promise<ClaimRow[]> {
+  return bound<ClaimRow>(em, `${CLAIM_SELECT} where c.id = any(?::uuid[])`, [ids]);
+}
+
+/**
+ * A tsquery matching any of the query's words (letters and digits only, so nothing in the text can
+ * change the query's syntax); null when there are none.
+ */
+export function anyWordQuery(text: string): string | null {
+  const words = [...new Set((text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => w.length >= 2))].slice(0, 32);
+  return words.length ? words.join(' | ') : null;
+}
+
+/** Current claims of a peer ranked against a query; `eligibleOnly` for context (never pending ones). */
+export async function rankClaims(em: Em, peerId: string, query: string, limit: number, eligibleOnly: boolean): Promise<ClaimRow[]> {
+  const tsq = anyWordQuery(query);
+  return bound<ClaimRow>(
+    em,
+    `select * from (
+       ${CLAIM_SELECT.replace('select ', `select (coalesce(ts_rank_cd(c.tsv, to_tsquery('english', ?)), 0) + similarity(c.content, ?))::float8 as score, `)}
+       where c.peer_id = ? and c.state = 'current' ${eligibleOnly ? "and c.eligibility = 'eligible'" : ''}
+         and (c.tsv @@ to_tsquery('english', ?) or similarity(c.content, ?) > 0.15)
+     ) ranked order by score desc, created_at desc limit ?`,
+    [tsq ?? '', query, peerId, tsq ?? '', query, limit],
+  );
+}
+
+/** All claims of a peer in the given states, newest first. */
+export async function peerClaims(em: Em, peerId: string, states: Claim['state'][], eligibleOnly: boolean, limit = 200): Promise<ClaimRow[]> {
+  return bound<ClaimRow>(
+    em,
+    `${CLAIM_SELECT} where c.peer_id = ? and c.state = any(?::text[]) ${eligibleOnly ? "and c.eligibility = 'eligible'" : ''}
+      order by c.created_at desc, c.id desc limit ?`,
+    [peerId, states, limit],
+  );
+}
+
+// Changes -----------------------------------------------------------------------------------------
+
+/** Removes the claim from every conflict of its peer's claims; a claim left with none is supported again. */
+export async function clearConflicts(tx: Em, claim: { id: string; peer_id: string }): Promise<void> {
+  await bound(
+    tx,
+    `update memory_claim set conflicts_with = array_remove(conflicts_with, ?::uuid),
+        support_status = case when support_status = 'conflicting' and cardinality(array_remove(conflicts_with, ?::uuid)) = 0
+                              then 'supported' else support_status end
+      where peer_id = ? and conflicts_with @> array[?::uuid]`,
+    [claim.id, claim.id, claim.peer_id, claim.id],
+  );
+}
+
+export type HistoryRow = { seq: number; event: 'ADD' | 'UPDATE' | 'DELETE'; prior_revision: string | null; successor_revision: string | null; request_hash: string | null; marker: string; created_at: Date; valid_to: Date | null };
+
+export async function lastHistory(tx: Em, claimId: string): Promise<HistoryRow> {
+  const [h] = await bound<HistoryRow>(
+    tx,
+    'select seq, event, prior_revision, successor_revision, request_hash, marker, created_at, valid_to from memory_claim_history where claim_id = ? order by seq desc limit 1',
+    [claimId],
+  );
+  return h!;
+}
+
+/** The transaction's time to the millisecond: a change's validity bound, update time and history time. */
+export async function changeTime(tx: Em): Promise<Date> {
+  const [now] = await bound<{ now: Date }>(tx, "select date_trunc('milliseconds', now()) as now", []);
+  return now!.now;
+}
+
+type Head = { id: string; revision: number; head: string; at: Date };
+
+/** The corrected head: the person's content, current, eligible, asserted by the user, conflicts settled. */
+export async function correctHead(tx: Em, h: Head & { content: string }): Promise<void> {
+  await bound(
+    tx,
+    `update memory_claim set content = ?, revision = ?, head_revision = ?, authority = 'correction_memory', state = 'current',
+        eligibility = 'eligible', support_status = 'user_asserted', warning = null, conflicts_with = '{}',
+        valid_from = ?, valid_to = null, updated_at = ? where id = ?`,
+    [h.content, h.revision, h.head, h.at, h.at, h.id],
+  );
+}
+
+/** The withdrawn head: not eligible, valid until `at`, its conflicts dropped. */
+export async function withdrawHead(tx: Em, h: Head): Promise<void> {
+  await bound(
+    tx,
+    `update memory_claim set state = 'withdrawn', eligibility = 'not_eligible', revision = ?, head_revision = ?, valid_to = ?,
+        conflicts_with = '{}', updated_at = ? where id = ?`,
+    [h.revision, h.head, h.at, h.at, h.id],
+  );
+}
+
+/** A change's history entry: an UPDATE carries its successor content, a DELETE none. */
+export async function appendChange(tx: Em, c: {
+  claimId: string; seq: number; accountId: string; event: 'UPDATE' | 'DELETE'; priorContent: string; successorContent: string | null;
+  priorRevision: string; successorRevision: string; reason: string; requestHash: string; validFrom: Date; at: Date; marker: string;
+}): Promise<void> {
+  const successor = c.event === 'UPDATE' ? [c.successorContent] : [];
+  await bound(
+    tx,
+    `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
+         successor_revision, reason, request_hash, valid_from, valid_to, marker, created_at)
+       values (?, ?, ?, ${c.event === 'UPDATE' ? "'UPDATE', ?, ?" : "'DELETE', ?, null"}, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [c.claimId, c.seq, c.accountId, c.priorContent, ...successor, c.priorRevision, c.successorRevision, c.reason, c.requestHash, c.validFrom, c.at, c.marker, c.at],
+  );
+}
+
+export type FullHistoryRow = HistoryRow & { prior_content: string | null; successor_content: string | null; reason: string | null; valid_from: Date | null };
+
+/** Every history entry of a claim, oldest first. */
+export async function historyOf(em: Em, claimId: string): Promise<FullHistoryRow[]> {
+  return bound<FullHistoryRow>(
+    em,
+    `select seq, event, prior_content, successor_content, prior_revision, successor_revision, reason, request_hash, valid_from,
+            valid_to, marker, created_at
+       from memory_claim_history where claim_id = ? order by seq`,
+    [claimId],
+  );
+}
+
+// The batch commit (commit.ts) ---------------------------------------------------------------------
+
+export type CurrentClaim = { id: string; peer_id: string; content: string; slot: string | null };
+
+/** The current claims of the peers, in creation order. */
+export async function currentClaims(tx: Em, peerIds: string[]): Promise<CurrentClaim[]> {
+  return bound<CurrentClaim>(
+    tx,
+    "select id, peer_id, content, slot from memory_claim where peer_id = any(?::uuid[]) and state = 'current' order by created_at, id",
+    [peerIds],
+  );
+}
+
+/** A derived claim as the batch commit inserts it. */
+export type NewClaim = {
+  id: string; account_id: string; peer_id: string; session_id: string | null; event_id: string; message_id: string;
+  span_start: number; span_end: number; content: string; state: string; eligibility: string; support_status: string;
+  categories: string[]; warning: string | null; conflicts_with: string[]; agent_id: string | null; head_revision: string;
+  valid_from: Date; slot: string | null; audience: string | null;
+};
+
+/** Inserts derived claims in one statement (a claim already there is kept); the ids inserted now. */
+export async function insertDerivedClaims(tx: Em, claims: NewClaim[]): Promise<Set<string>> {
+  return new Set((await bound<{ id: string }>(
+    tx,
+    `insert into memory_claim (id, account_id, peer_id, session_id, event_id, message_id, span_start, span_end, content, state,
+           authority, eligibility, support_status, categories, warning, conflicts_with, agent_id, revision, head_revision, valid_from,
+           slot, audience, created_at)
+         select id, account_id, peer_id, session_id, event_id, message_id, span_start, span_end, content, state, 'inferred_memory',
+           eligibility, support_status, categories, warning, conflicts_with, agent_id, 1, head_revision, valid_from, slot, audience,
+           clock_timestamp()
+           from jsonb_populate_recordset(null::memory_claim, ?::jsonb)
+         on conflict (id) do nothing returning id`,
+    [JSON.stringify(claims)],
+  )).map((r) => r.id));
+}
+
+export type AddEntry = {
+  claim_id: string; seq: 1; account_id: string; event: 'ADD'; successor_content: string; successor_revision: string; reason: string;
+  valid_from: Date; marker: string;
+};
+
+/** The ADD history entries of inserted claims, in one statement. */
+export async function insertAddEntries(tx: Em, entries: AddEntry[]): Promise<void> {
+  await bound(
+    tx,
+    `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
+             successor_revision, reason, valid_from, marker)
+           select claim_id, seq, account_id, event, null, successor_content, null, successor_revision, reason, valid_from, marker
+             from jsonb_populate_recordset(null::memory_claim_history, ?::jsonb)
+           on conflict do nothing`,
+    [JSON.stringify(entries)],
+  );
+}

@@ -1,0 +1,103 @@
+import type { EntityManager as Em } from '@mikro-orm/postgresql';
+import type { Reach } from '../auth/principal.ts';
+import { WORKSPACE } from '../contracts/memory.ts';
+import { audienceCondition, bound, inAudiences, sql } from '../../platform/db/sql.ts';
+import { sha256Hex } from '../../platform/hash.ts';
+import { exactTime } from './pagination.ts';
+
+// The message write and read statements (memory_event, memory_message, cairn_add_messages); the rules
+// are in messages.ts and context.ts.
+
+export type MessageRow = {
+  id: string; session_label: string; peer_label: string; role: 'user' | 'assistant' | 'system' | 'tool'; content: string;
+  agent_id: string | null; metadata: Record<string, unknown> | null; source_ids: string[]; event_id: string; position: number;
+  created_at: Date;
+  /** created_at with its microseconds, for cursors. */
+  created_key: string;
+};
+
+export const MESSAGE_SELECT = `select m.id, s.label as session_label, p.label as peer_label, m.role, m.content, m.agent_id,
+  m.metadata, m.source_ids, m.event_id, m.position, m.created_at, ${exactTime('m.created_at')} as created_key
+  from memory_message m join memory_session s on s.id = m.session_id join memory_peer p on p.id = m.peer_id`;
+
+/** The statuses of the given ingest jobs (url and file) of the account inside the key's audiences. */
+export async function sourceJobStatuses(em: Em, reach: Reach, ids: string[]) {
+  return bound<{ id: string; status: string }>(em, sql`select id, status from ingest_job
+    where account_id = ${reach.accountId} and id = any(${ids}::uuid[]) and kind in ('url', 'file')${inAudiences('audience', reach.audiences)}`);
+}
+
+/** What a write's idempotency key holds: its digest, receipt and audience. */
+export type HeldWrite<R> = { request_hash: string | null; receipt: R | null; audience: string | null };
+
+export async function writeOfKey<R>(em: Em, accountId: string, idempotencyKey: string): Promise<HeldWrite<R> | undefined> {
+  const [row] = await bound<HeldWrite<R>>(em,
+    sql`select request_hash, receipt, audience from memory_event where account_id = ${accountId} and idempotency_key = ${idempotencyKey}`);
+  return row;
+}
+
+/**
+ * cairn_add_messages (migration 0016): one statement, one round trip, one commit. It locks the labels
+ * (for share), and inserts the event and its messages only when the session, the peer and every source
+ * check out; it says which did and whether the event was inserted (0: the key was taken meanwhile).
+ */
+export async function insertWrite(em: Em, w: {
+  accountId: string; sessionLabel: string; peerLabel: string; sourceIds: string[]; eventId: string; agentId: string | null; infer: boolean;
+  idempotencyKey: string | null; requestHash: string; receipt: unknown; createdAt: Date | null; metadata: Record<string, unknown> | null;
+  audiences: readonly string[] | null; messages: { id: string; role: string; content: string }[];
+}) {
+  const [outcome] = await bound<{ session: boolean; peer: boolean; sources: boolean; inserted: number }>(em, sql`select r_session as session,
+      r_peer as peer, r_sources as sources, r_inserted as inserted
+    from cairn_add_messages(${w.accountId}, ${WORKSPACE}, ${w.sessionLabel}, ${w.peerLabel}, ${w.sourceIds}::uuid[], ${w.eventId}, ${w.agentId},
+      ${w.infer}, ${w.idempotencyKey}, ${w.requestHash}, ${JSON.stringify(w.receipt)}::jsonb, ${w.createdAt}::timestamptz,
+      ${w.metadata ? JSON.stringify(w.metadata) : null}::jsonb, ${w.audiences ? [...w.audiences] : null}::text[],
+      ${w.messages.map((m) => m.id)}::uuid[], ${w.messages.map((_, i) => i)}::integer[], ${w.messages.map((m) => m.role)}::text[],
+      ${w.messages.map((m) => m.content)}::text[], ${w.messages.map((m) => sha256Hex(m.content))}::text[])`);
+  return outcome!;
+}
+
+/** A session's available messages inside the key's audiences, in conversation order, after a cursor's key. */
+export async function sessionMessagesAfter(em: Em, reach: Reach, sessionId: string, after: [string, string, number] | undefined, limit: number) {
+  return bound<MessageRow>(em, sql`${sql.raw(MESSAGE_SELECT)} where m.session_id = ${sessionId} and m.available${inAudiences('m.audience', reach.audiences)}
+      ${after ? sql`and (m.created_at, m.event_id, m.position) > (${after[0]}::timestamptz, ${after[1]}::uuid, ${after[2]}::int)` : sql.empty}
+    order by m.created_at, m.event_id, m.position limit ${limit}`);
+}
+
+export type MessageWhere = { audiences: Reach['audiences']; peerId?: string; sessionId?: string };
+
+/** Available messages inside the key's audiences, of the peer and/or the session when given. */
+function messageFilters(where: MessageWhere): { filters: string[]; params: unknown[] } {
+  const inReach = audienceCondition('m.audience', where.audiences);
+  const filters = [`m.available${inReach.sql}`];
+  const params: unknown[] = [...inReach.params];
+  if (where.peerId) {
+    filters.push('m.peer_id = ?');
+    params.push(where.peerId);
+  }
+  if (where.sessionId) {
+    filters.push('m.session_id = ?');
+    params.push(where.sessionId);
+  }
+  return { filters, params };
+}
+
+/** The latest `limit` available messages inside `where`, newest first. */
+export async function latestMessages(tx: Em, where: MessageWhere, limit: number): Promise<MessageRow[]> {
+  const { filters, params } = messageFilters(where);
+  return bound<MessageRow>(
+    tx,
+    `${MESSAGE_SELECT} where ${filters.join(' and ')} order by m.created_at desc, m.event_id desc, m.position desc limit ?`,
+    [...params, limit],
+  );
+}
+
+/** Messages by id (no boundary: the ids come from a read that applied it). */
+export async function messagesByIds(tx: Em, ids: string[]): Promise<MessageRow[]> {
+  return bound<MessageRow>(tx, `${MESSAGE_SELECT} where m.id = any(?::uuid[])`, [ids]);
+}
+
+/** The sessions a peer takes part in (its available messages' and its claims'). */
+export async function peerSessionIds(tx: Em, peerId: string): Promise<string[]> {
+  const rows = await bound<{ id: string }>(tx, `select distinct session_id as id from memory_message where peer_id = ? and available
+     union select session_id from memory_claim where peer_id = ? and session_id is not null`, [peerId, peerId]);
+  return rows.map((r) => r.id);
+}
