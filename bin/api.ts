@@ -28,6 +28,7 @@ runMain(async () => {
   const oauth = await createOauthServer({ config, orm });
   // One pool and one free-work count for both listeners of this process.
   const extraction = extractionPoolFor(config, logger.child({ component: 'extraction' }));
+  const searchIndex = searchIndexFor(config, orm, logger);
   const deps = {
     config,
     oauth,
@@ -35,8 +36,8 @@ runMain(async () => {
     orm,
     temporal,
     rateLimiter,
-    metrics: createApiMetrics(orm),
-    searchIndex: searchIndexFor(config, orm, logger),
+    metrics: createApiMetrics(orm, searchIndex),
+    searchIndex,
     readiness: { postgres: () => pingDatabase(orm), temporal: () => temporal.ping() },
     extraction,
     freeWork: createFreeWorkLimiter(config.freeWorkPerAccount),

@@ -1,6 +1,7 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../platform/config.ts';
+import { accountHome, HOME_HEADER } from '../../platform/net/affinity.ts';
 import { mapError } from '../plugins/errors.ts';
 import { CONNECTED_APP_SCOPES } from '../../core/contracts/oauth.ts';
 import type { MetadataSource } from '../../core/oauth/metadata.ts';
@@ -118,13 +119,16 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
   app.get('/.well-known/oauth-protected-resource', hide, async () => protectedResourceMetadata(opts.config, opts.resource));
   app.get('/.well-known/oauth-authorization-server', hide, async () => opts.authServerMetadata());
 
-  const authenticate = (request: FastifyRequest) =>
-    authenticateMcp(request, { resolveOauthToken: opts.resolveOauthToken, resourceMetadataUrl: metadataUrl });
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
+    const principal = await authenticateMcp(request, { resolveOauthToken: opts.resolveOauthToken, resourceMetadataUrl: metadataUrl });
+    reply.header(HOME_HEADER, accountHome(principal.accountId));
+    return principal;
+  };
 
   // No server-initiated stream is offered: GET (and DELETE, there being no sessions) are 405.
   const notAllowed = async (request: FastifyRequest, reply: FastifyReply) => {
     checkHostAndOrigin(request);
-    await authenticate(request);
+    await authenticate(request, reply);
     return reply
       .code(405)
       .header('allow', 'POST')
@@ -137,7 +141,7 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
 
   app.post('/', hide, async (request, reply) => {
     checkHostAndOrigin(request);
-    const principal = await authenticate(request);
+    const principal = await authenticate(request, reply);
     checkAccept(first(request.headers.accept));
     const text = decodeJsonBody(first(request.headers['content-type']), (request.body as Buffer | undefined) ?? Buffer.alloc(0));
     const header = first(request.headers['mcp-protocol-version']);

@@ -8,6 +8,7 @@ import type { Config } from '../../platform/config.ts';
 import type { Scope } from '../../core/contracts/account.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import { AppError, forbidden, unauthorized } from '../../platform/errors.ts';
+import { accountHome, HOME_HEADER } from '../../platform/net/affinity.ts';
 import type { RateLimiter } from '../../core/metering/rate-limit.ts';
 
 export const SESSION_COOKIE = 'service_session';
@@ -67,7 +68,7 @@ export const authPlugin = fp(
     app.decorateRequest('principal', null);
     app.decorateRequest('em', null as unknown as EntityManager);
 
-    app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
+    app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
       request.em = opts.orm.em.fork();
       const rule = request.routeOptions.config?.auth;
       if (!rule) return;
@@ -118,6 +119,7 @@ export const authPlugin = fp(
       // counting those would bring back the window row its purge removed.
       if (opts.rateLimiter && principal.accountState === 'active') await opts.rateLimiter.consume(principal.accountId);
       request.principal = principal;
+      reply.header(HOME_HEADER, accountHome(principal.accountId));
     });
   },
 );

@@ -48,6 +48,8 @@ export type SearchIndex = {
   warm(accountId: string): Promise<boolean>;
   /** Accounts held and their estimated bytes. */
   usage(): { accounts: number; bytes: number };
+  /** Queries answered from a copy (hits) and left to PostgreSQL (misses) since the process started. */
+  lookups(): { hits: number; misses: number };
 };
 
 export const WAIT_MS = 250;
@@ -111,22 +113,30 @@ type Copies = {
   accounts: Map<string, AccountIndex>;
   refreshing: Map<string, Promise<boolean>>;
   tooLarge: Map<string, { versions: string; at: number }>;
+  lookups: { hits: number; misses: number };
 };
 
 const totalBytes = (c: Copies) => [...c.accounts.values()].reduce((a, t) => a + t.bytes(), 0);
 const isCurrent = (held: AccountIndex | undefined, v: Versions) => held !== undefined && held.recordVersion >= v.records && held.memoryVersion >= v.memory;
 
 export function createSearchIndex(opts: SearchIndexOptions): SearchIndex {
-  const copies: Copies = { opts, model: opts.embedder?.model ?? null, accounts: new Map(), refreshing: new Map(), tooLarge: new Map() };
+  const copies: Copies = { opts, model: opts.embedder?.model ?? null, accounts: new Map(), refreshing: new Map(), tooLarge: new Map(), lookups: { hits: 0, misses: 0 } };
   return {
     embedder: opts.embedder ?? null,
     current: (accountId, versions, waitMs = WAIT_MS) => current(copies, accountId, versions, waitMs),
     warm: (accountId) => warm(copies, accountId),
     usage: () => ({ accounts: copies.accounts.size, bytes: totalBytes(copies) }),
+    lookups: () => ({ ...copies.lookups }),
   };
 }
 
 async function current(c: Copies, accountId: string, versions: Versions, waitMs: number): Promise<AccountIndex | null> {
+  const found = await currentCopy(c, accountId, versions, waitMs);
+  c.lookups[found ? 'hits' : 'misses']++;
+  return found;
+}
+
+async function currentCopy(c: Copies, accountId: string, versions: Versions, waitMs: number): Promise<AccountIndex | null> {
   if (c.opts.maxBytes <= 0) return null;
   const deadline = performance.now() + waitMs;
   const timeout = new AbortController();

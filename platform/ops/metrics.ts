@@ -44,7 +44,10 @@ function stateGauge(
   });
 }
 
-export function createApiMetrics(orm: Orm) {
+/** What the API's query index copies report (core/retrieval/search-index.ts). */
+type IndexCopies = { usage(): { accounts: number; bytes: number }; lookups(): { hits: number; misses: number } };
+
+export function createApiMetrics(orm: Orm, index?: IndexCopies) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'cairn_api_' });
   const httpDuration = new Histogram({
@@ -62,9 +65,20 @@ export function createApiMetrics(orm: Orm) {
     reservationCounts);
   stateGauge(registry, orm, 'cairn_credit_reservations_overdue', 'Held credit reservations older than one hour: settlement is lagging', ['status'],
     overdueReservationCounts);
+  if (index) indexGauges(registry, index);
   return { registry, httpDuration };
 }
 export type ApiMetrics = ReturnType<typeof createApiMetrics>;
+
+/** This process's index copies: bytes and accounts held, and queries answered from a copy or left to PostgreSQL. */
+function indexGauges(registry: Registry, index: IndexCopies) {
+  const gauge = (name: string, help: string, read: () => number) =>
+    new Gauge({ name, help, registers: [registry], collect() { this.set(read()); } });
+  gauge('cairn_query_index_bytes', 'Estimated bytes of the account index copies this API process holds', () => index.usage().bytes);
+  gauge('cairn_query_index_accounts', 'Accounts whose index copy this API process holds', () => index.usage().accounts);
+  gauge('cairn_query_index_hits', 'Queries ranked from this process\'s index copy since it started', () => index.lookups().hits);
+  gauge('cairn_query_index_misses', 'Queries this process left to PostgreSQL (no current copy in time) since it started', () => index.lookups().misses);
+}
 
 export function createWorkerMetrics() {
   const registry = new Registry();

@@ -75,6 +75,14 @@ describe('API /metrics', () => {
     }
   });
 
+  it("reports this process's index copies: bytes and accounts held, hits and misses", async () => {
+    const metrics = createApiMetrics(db.orm, { usage: () => ({ accounts: 3, bytes: 123_456 }), lookups: () => ({ hits: 41, misses: 2 }) });
+    const text = await metrics.registry.metrics();
+    for (const [name, value] of [['cairn_query_index_bytes', 123456], ['cairn_query_index_accounts', 3], ['cairn_query_index_hits', 41], ['cairn_query_index_misses', 2]] as const) {
+      expect(text).toMatch(new RegExp(`^${name} ${value}$`, 'm'));
+    }
+  });
+
   it('without a token and not opened, nobody may scrape, loopback clients included', async () => {
     const api = await startApi({ orm: db.orm, temporal, metrics: createApiMetrics(db.orm) });
     try {
