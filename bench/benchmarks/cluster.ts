@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,7 +19,8 @@ import { mixedAccount, QUESTIONS, runLevel, seedMixedWorkload, summarizeLevel, W
 
 const BIG = '100000000';
 
-async function measureShape(ctx: BenchContext, replicas: number, connections: number, seconds: number): Promise<Level> {
+/** `npm run cluster` with `replicas` APIs and `workers` workers on a new database (dropped at the end of the run). */
+async function startShape(ctx: BenchContext, replicas: number, workers: number, env: Record<string, string> = {}) {
   const { adminUrl } = await ctx.infra.postgres();
   const name = `cairn_bench_${randomBytes(4).toString('hex')}`;
   const url = new URL(adminUrl);
@@ -30,17 +31,22 @@ async function measureShape(ctx: BenchContext, replicas: number, connections: nu
     for (const db of [name, `${name}_temporal`, `${name}_temporal_vis`]) await dropDatabase(adminUrl, db);
     await rm(dataDir, { recursive: true, force: true });
   });
-  ctx.log(`${replicas} API and ${replicas} worker processes: starting npm run cluster`);
+  ctx.log(`${replicas} API and ${workers} worker processes: starting npm run cluster`);
   const cluster = await spawnCluster({
     DATABASE_URL: url.toString(), DBNAME: `${name}_temporal`, VISIBILITY_DBNAME: `${name}_temporal_vis`, DATA_DIR: dataDir,
-    CLUSTER_PORT: '18100', CLUSTER_APIS: String(replicas), CLUSTER_WORKERS: String(replicas), LOG_LEVEL: 'warn',
+    CLUSTER_PORT: '18100', CLUSTER_APIS: String(replicas), CLUSTER_WORKERS: String(workers), LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_MINUTE: '1000000', DEFAULT_MONTHLY_CREDITS: BIG, DEFAULT_QUERY_DAILY_LIMIT: BIG, DEFAULT_QUERY_MONTHLY_LIMIT: BIG,
-    DEFAULT_INGEST_DAILY_LIMIT: BIG, DEFAULT_INGEST_MONTHLY_LIMIT: BIG,
+    DEFAULT_INGEST_DAILY_LIMIT: BIG, DEFAULT_INGEST_MONTHLY_LIMIT: BIG, ...env,
   });
   ctx.infra.onStop(() => cluster.stop());
   const orm = await createOrm(url.toString());
   ctx.infra.onStop(() => orm.close());
   const defaults = loadConfig({ DEFAULT_MONTHLY_CREDITS: BIG, DEFAULT_QUERY_DAILY_LIMIT: BIG, DEFAULT_QUERY_MONTHLY_LIMIT: BIG, DEFAULT_INGEST_DAILY_LIMIT: BIG, DEFAULT_INGEST_MONTHLY_LIMIT: BIG }).accountDefaults;
+  return { cluster, orm, defaults };
+}
+
+async function measureShape(ctx: BenchContext, replicas: number, connections: number, seconds: number): Promise<Level> {
+  const { cluster, orm, defaults } = await startShape(ctx, replicas, replicas);
   const { secret, post } = await mixedAccount(orm, defaults, cluster.url);
   const { peers, sessions } = await seedMixedWorkload(post, ctx.quick ? 4 : 24);
   await waitForBackgroundWork(orm);
@@ -53,6 +59,43 @@ async function measureShape(ctx: BenchContext, replicas: number, connections: nu
   await waitForBackgroundWork(orm);
   await cluster.stop();
   return level;
+}
+
+type Copies = { api: string; bytes: number; accounts: number; hits: number; misses: number };
+
+/** One API's index copies, from its /metrics (the cluster runs with METRICS_OPEN). */
+async function copiesOf(api: string, port: number): Promise<Copies> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { api, bytes: value('cairn_query_index_bytes'), accounts: value('cairn_query_index_accounts'), hits: value('cairn_query_index_hits'), misses: value('cairn_query_index_misses') };
+}
+
+/**
+ * Account affinity: `accounts` accounts with the same small corpus each, then rounds of one evidence
+ * query per account through the balancer; each API's index copies read from its /metrics afterwards.
+ */
+async function measureAffinity(ctx: BenchContext, replicas: number, accounts: number, rounds: number): Promise<Copies[]> {
+  const { cluster, orm, defaults } = await startShape(ctx, replicas, 1, { METRICS_OPEN: 'true' });
+  const keys: { secret: string }[] = [];
+  for (let a = 0; a < accounts; a++) {
+    const account = await mixedAccount(orm, defaults, cluster.url);
+    await seedMixedWorkload(account.post, ctx.quick ? 2 : 6);
+    keys.push(account);
+  }
+  await waitForBackgroundWork(orm);
+  for (let r = 0; r < rounds; r++) {
+    await Promise.all(keys.map(async ({ secret }, a) => {
+      const res = await fetch(`${cluster.url}/v1/query`, {
+        method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ mode: 'evidence', query: QUESTIONS[(r + a) % QUESTIONS.length], idempotencyKey: randomUUID() }),
+      });
+      if (!res.ok) throw new Error(`query answered ${res.status}: ${await res.text()}`);
+    }));
+  }
+  const copies = await Promise.all(Array.from({ length: replicas }, (_, i) => copiesOf(`api-${i + 1}`, cluster.layout.api(i).api)));
+  ctx.log(`affinity, ${replicas} API(s): ${copies.map((c) => `${c.api} ${c.accounts} accounts ${round(c.bytes / 1024)} KiB, ${c.hits} hits ${c.misses} misses`).join('; ')}`);
+  await cluster.stop();
+  return copies;
 }
 
 /** The mean of runs of one shape (throughput, percentiles and error rate). */
@@ -79,6 +122,11 @@ export const cluster: Benchmark = {
     const runs: { replicas: number; level: Level }[] = [];
     for (const replicas of order) runs.push({ replicas, level: await measureShape(ctx, replicas, connections, seconds) });
     const [one, two] = [1, 2].map((r) => meanLevel(runs.filter((x) => x.replicas === r).map((x) => x.level))) as [Level, Level];
+    const accounts = ctx.quick ? 4 : 12;
+    const rounds = ctx.quick ? 3 : 10;
+    const affinity = { one: await measureAffinity(ctx, 1, accounts, rounds), two: await measureAffinity(ctx, 2, accounts, rounds) };
+    const perApi = (c: Copies[]) => round(c.reduce((n, x) => n + x.bytes, 0) / c.length / 1_048_576);
+    const hitRate = (c: Copies[]) => round(c.reduce((n, x) => n + x.hits, 0) / Math.max(1, c.reduce((n, x) => n + x.hits + x.misses, 0)));
     const metrics: Metric[] = [
       { id: 'cluster.two.rps', label: `Throughput, 2 APIs + 2 workers, ${connections} clients`, value: two.requestsPerSecond, unit: 'req/s',
         baseline: { label: '1 API + 1 worker', value: one.requestsPerSecond, kind: 'baseline' }, ratio: round(two.requestsPerSecond / one.requestsPerSecond) },
@@ -87,6 +135,10 @@ export const cluster: Benchmark = {
       { id: 'cluster.one.rps', label: 'Throughput, 1 API + 1 worker', value: one.requestsPerSecond, unit: 'req/s' },
       { id: 'cluster.one.p95', label: 'p95 latency, 1 API + 1 worker', value: one.p95Ms, unit: 'ms' },
       { id: 'cluster.two.errorRate', label: 'Error rate, 2 APIs + 2 workers (share of answers)', value: two.errorRate, unit: '×' },
+      { id: 'cluster.affinity.indexPerApi', label: `Index copies per API, 2 APIs (${accounts} accounts, account affinity)`, value: perApi(affinity.two), unit: 'MB', target: { op: '<', value: 0.6, text: '<= 0.6× 1 API (issue 40)', of: 'ratio' },
+        baseline: { label: '1 API', value: perApi(affinity.one), kind: 'baseline' }, ratio: round(perApi(affinity.two) / perApi(affinity.one)) },
+      { id: 'cluster.affinity.hitRate', label: 'Queries ranked from an index copy, 2 APIs', value: hitRate(affinity.two), unit: '×',
+        baseline: { label: '1 API', value: hitRate(affinity.one), kind: 'baseline' } },
     ];
     const ops = Object.keys(WEIGHTS) as (keyof typeof WEIGHTS)[];
     return {
@@ -97,6 +149,10 @@ export const cluster: Benchmark = {
         columns: ['APIs + workers', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'errors %', ...ops.map((o) => `${o} p95 ms`)],
         rows: runs.map(({ replicas, level }) => [`${replicas} + ${replicas}`, level.requestsPerSecond, level.p50Ms, level.p95Ms, level.p99Ms,
           round(level.errorRate * 100), ...ops.map((o) => level.perOpP95[o] ?? '—')]),
+      }, {
+        title: `Account affinity: index copies per API after ${rounds} rounds of one evidence query for each of ${accounts} accounts`,
+        columns: ['APIs', 'API', 'accounts held', 'index KiB', 'hits', 'misses'],
+        rows: [...affinity.one, ...affinity.two].map((c, i) => [i < affinity.one.length ? 1 : 2, c.api, c.accounts, round(c.bytes / 1024), c.hits, c.misses]),
       }],
       runs: { order: order.join(', '), levels: runs },
       notes: [
