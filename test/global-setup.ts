@@ -6,6 +6,7 @@ import { scratchPostgres, scratchTemporal } from './helpers/ephemeral.ts';
 import { bundleWorkflows } from '../temporal/bundle.ts';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
 import { ensureChromium } from './helpers/chromium.ts';
+import { resolveTemporalBinaries } from '../runners/cluster/temporal.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -28,6 +29,8 @@ export default async function setup(project: TestProject) {
     // The API serves the built console; the browser tests drive it in Debian's Chromium.
     await ensureConsoleBuilt(log);
     await ensureChromium(log);
+    // The cluster tests run `npm run cluster`'s real Temporal server: built once (about two minutes) and cached.
+    await resolveTemporalBinaries(log);
     const db = await scratchPostgres(log, 'cairn-test-pg-');
     cleanups.push(db.stop);
     const temporal = await scratchTemporal(log);

@@ -29,7 +29,7 @@ export const DEPLOY_DIR = fileURLToPath(new URL('../../deploy/temporal/', import
 export type TemporalBinaries = { server: string; sqlTool: string; ui: string; uiRoot: string };
 
 /** Where the binaries of this version are built and found: $XDG_CACHE_HOME/cairn (default ~/.cache/cairn). */
-export function temporalBinaryPaths(): TemporalBinaries {
+function temporalBinaryPaths(): TemporalBinaries {
   const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'cairn');
   const serverDir = path.join(cache, `temporal-server-${TEMPORAL_SERVER_VERSION}`);
   const uiRoot = path.join(cache, `temporal-ui-${TEMPORAL_UI_VERSION}`);
@@ -38,7 +38,7 @@ export function temporalBinaryPaths(): TemporalBinaries {
 
 /**
  * The server, its SQL tool and the UI server, built once with `go install` (like the Temporal CLI,
- * runners/temporal-server/cli.ts; about 5 minutes for the server) into a cache directory per version:
+ * runners/temporal-server/cli.ts; a few minutes for the server) into a cache directory per version:
  * $XDG_CACHE_HOME/cairn (default ~/.cache/cairn). The UI server's config template (the one the
  * temporalio/ui image uses) is copied next to it from the module.
  */
@@ -54,7 +54,7 @@ export async function resolveTemporalBinaries(log: (message: string) => void): P
   const go = await goBinary();
   if (!go) throw new ActionableError(`The Temporal server ${TEMPORAL_SERVER_VERSION} is not built in ${serverDir} and Go is not installed: install Go (https://go.dev/dl) and run npm run cluster again.`);
   if (missingServer) {
-    log(`building the Temporal server ${TEMPORAL_SERVER_VERSION} and its SQL tool once into ${serverDir} (about 5 minutes)...`);
+    log(`building the Temporal server ${TEMPORAL_SERVER_VERSION} and its SQL tool once into ${serverDir} (a few minutes)...`);
     await goInstall(go, SERVER_PACKAGES, serverDir);
   }
   if (missingUi) {

@@ -5,7 +5,8 @@ import { createApiKey } from '../../core/auth/api-keys.ts';
 import { createOrm, type Orm } from '../../platform/db/orm.ts';
 import { verifyLedger } from '../../core/metering/ledger.ts';
 import { createTestAccount, sqlClient, type Json } from '../helpers/accounts.ts';
-import { startCluster, temporalServerBuilt, type RunningCluster } from '../helpers/cluster.ts';
+import { startCluster, type RunningCluster } from '../helpers/cluster.ts';
+import { accountHome, rendezvous } from '../../platform/net/affinity.ts';
 
 // Issue 30's fault test: `npm run cluster` (2 APIs behind the balancer, 2 workers, the real Temporal
 // server) under the mixed load (live file ingests, memory message writes, evidence queries, each with
@@ -69,7 +70,7 @@ async function send(op: Op): Promise<void> {
   }
 }
 
-describe.skipIf(!temporalServerBuilt())('npm run cluster: an API and a worker SIGKILLed under the mixed load', () => {
+describe('npm run cluster: an API and a worker SIGKILLed under the mixed load', () => {
   beforeAll(async () => {
     const big = '100000000';
     cluster = await startCluster({
@@ -111,9 +112,11 @@ describe.skipIf(!temporalServerBuilt())('npm run cluster: an API and a worker SI
         await send(op);
       }
     });
-    // Mid-load: SIGKILL one API (requests in flight through it break) and one worker (activities in flight).
+    // Mid-load: SIGKILL the account's home API (every request goes there, account affinity: those in
+    // flight break and the rest move to the other API) and one worker (activities in flight).
     await sleep(12_000);
-    const [apiPid, workerPid] = [cluster.pid('api-1')!, cluster.pid('worker-1')!];
+    const home = rendezvous(accountHome(accountId), [{ name: 'api-1' }, { name: 'api-2' }])!.name;
+    const [apiPid, workerPid] = [cluster.pid(home)!, cluster.pid('worker-1')!];
     process.kill(apiPid, 'SIGKILL');
     process.kill(workerPid, 'SIGKILL');
     await Promise.all(clients);
@@ -166,8 +169,8 @@ describe.skipIf(!temporalServerBuilt())('npm run cluster: an API and a worker SI
     }
 
     // The script started both again.
-    expect([cluster.starts('api-1'), cluster.starts('worker-1')]).toEqual([2, 2]);
-    expect(cluster.pid('api-1')).not.toBe(apiPid);
-    await expect(fetch(`http://127.0.0.1:${cluster.layout.api(0).api}/readyz`).then((r) => r.status)).resolves.toBe(200);
+    expect([cluster.starts(home), cluster.starts('worker-1')]).toEqual([2, 2]);
+    expect(cluster.pid(home)).not.toBe(apiPid);
+    await expect(fetch(`http://127.0.0.1:${cluster.layout.api(home === 'api-1' ? 0 : 1).api}/readyz`).then((r) => r.status)).resolves.toBe(200);
   }, 600_000);
 });

@@ -5,7 +5,7 @@ import { createApiKey } from '../../core/auth/api-keys.ts';
 import { createOrm, type Orm } from '../../platform/db/orm.ts';
 import { migrationsList } from '../../platform/db/migrations/index.ts';
 import { ApiClient, createTestAccount, eventually, sqlClient, type Json } from '../helpers/accounts.ts';
-import { startCluster, temporalServerBuilt, type RunningCluster } from '../helpers/cluster.ts';
+import { startCluster, type RunningCluster } from '../helpers/cluster.ts';
 
 // Replicas behave as one service (issue 30): `npm run cluster` with 2 API processes and 2 workers on
 // the real Temporal server. The APIs migrate the empty database at start-up at once; a write through
@@ -32,7 +32,7 @@ async function keyFor(accountId: string) {
   return (await createApiKey(orm.em.fork(), accountId, { name: 'k', scopes: [...ALL], maxPreset: 'accuracy' })).secret;
 }
 
-describe.skipIf(!temporalServerBuilt())('npm run cluster: replicas behave as one service', () => {
+describe('npm run cluster: replicas behave as one service', () => {
   beforeAll(async () => {
     cluster = await startCluster({ CLUSTER_APIS: '2', CLUSTER_WORKERS: '2' });
     orm = await createOrm(cluster.databaseUrl);

@@ -1,15 +1,11 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { spawnCluster, type ClusterProcess } from '../../runners/cluster/spawn.ts';
-import { temporalBinaryPaths } from '../../runners/cluster/temporal.ts';
 import { createTestDatabaseRaw } from './db.ts';
 
-/** Whether `npm run cluster` can start without building the Temporal server first (about 5 minutes). */
-export const temporalServerBuilt = () => Object.values(temporalBinaryPaths()).every((p) => existsSync(p));
 
 export type RunningCluster = ClusterProcess & { databaseUrl: string };
 

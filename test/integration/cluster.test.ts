@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, temporalServerBuilt, type RunningCluster } from '../helpers/cluster.ts';
+import { startCluster, type RunningCluster } from '../helpers/cluster.ts';
 
 // `npm run cluster` comes up (real Temporal server on PostgreSQL, 2 APIs, a worker) and its balancer
-// serves requests through both APIs, on both listeners, and the Temporal UI answers. Only where the
-// Temporal server is already built (~/.cache/cairn; `npm run cluster` builds it, about 5 minutes):
-// the replica and fault suites are `npm run test:cluster`.
+// serves requests through both APIs, on both listeners, and the Temporal UI answers. The test set-up
+// builds the Temporal server once (~/.cache/cairn); the replica and fault suites are `npm run test:cluster`.
 
 let cluster: RunningCluster;
 
-describe.skipIf(!temporalServerBuilt())('npm run cluster', () => {
+describe('npm run cluster', () => {
   beforeAll(async () => {
     cluster = await startCluster({ CLUSTER_APIS: '2', CLUSTER_WORKERS: '1' });
   }, 300_000);
