@@ -6,6 +6,20 @@ import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-pro
 
 export const API_DOCUMENT_VERSION = '0.1.5';
 
+const pascal = (word: string) => word.split(/[-_.]/).map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('');
+
+/**
+ * A stable operationId for generated clients: the method and the path's fixed segments, with `One`
+ * when the path ends in a parameter (GET /v1/sources -> getSources, GET /v1/sources/{sourceId} ->
+ * getSourcesOne, POST /v1/workspaces/{workspaceId}/peers -> postWorkspacesPeers).
+ */
+export function operationIdOf(method: string, url: string): string {
+  const segments = url.split('/').filter((s) => s && s !== 'v1');
+  const fixed = segments.filter((s) => !s.startsWith(':') && !s.startsWith('{')).map(pascal).join('');
+  const last = segments.at(-1) ?? '';
+  return `${method.toLowerCase()}${fixed}${last.startsWith(':') || last.startsWith('{') ? 'One' : ''}`;
+}
+
 /**
  * OpenAPI 3.1 generated from the same zod schemas the routes validate with; served at /openapi.json
  * with a self-hosted docs UI at /docs (no third-party requests).
@@ -30,7 +44,11 @@ export const openapiPlugin = fp(async (app: FastifyInstance, opts: { publicBaseU
         },
       },
     },
-    transform: jsonSchemaTransform,
+    transform: (args) => {
+      const out = jsonSchemaTransform(args);
+      const schema = out.schema as { operationId?: string };
+      return { ...out, schema: { ...schema, operationId: schema.operationId ?? operationIdOf(String(args.route.method), args.url) } };
+    },
     transformObject: jsonSchemaTransformObject,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });

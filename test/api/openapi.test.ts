@@ -27,6 +27,11 @@ describe('OpenAPI document', () => {
     const r503 = doc.paths['/readyz'].get.responses['503'];
     expect(JSON.stringify(r503)).toContain('requestId');
     expect(doc.paths['/openapi.json']).toBeUndefined();
+    // Every operation has an operationId, unique, for generated clients (GET /v1/sources/{id} -> getSourcesOne).
+    const ids = Object.values(doc.paths).flatMap((item) => Object.values(item as Record<string, { operationId?: string }>).map((op) => op.operationId));
+    expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z]+$/.test(id))).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(doc.paths['/v1/ingest/jobs/{jobId}'].get.operationId).toBe('getIngestJobsOne');
   });
 
   it('serves the docs UI from the service itself', async () => {
