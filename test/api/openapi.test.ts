@@ -32,6 +32,12 @@ describe('OpenAPI document', () => {
     expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z]+$/.test(id))).toBe(true);
     expect(new Set(ids).size).toBe(ids.length);
     expect(doc.paths['/v1/ingest/jobs/{jobId}'].get.operationId).toBe('getIngestJobsOne');
+    // Request bodies say their defaults in words (generated clients type a `default` as required).
+    const requestSchemas = Object.entries(doc.components.schemas).filter(([name]) => name.endsWith('Input'));
+    expect(requestSchemas.length).toBeGreaterThan(10);
+    for (const [name, schema] of requestSchemas) expect(JSON.stringify(schema), name).not.toMatch(/"default":/);
+    expect(doc.components.schemas.UrlIngestRequestInput.properties.dryRun.description).toContain('Default: true.');
+    expect(doc.components.schemas.UrlIngestRequestInput.required ?? []).not.toContain('dryRun');
   });
 
   it('serves the docs UI from the service itself', async () => {
