@@ -15,7 +15,10 @@ export const Label = z
   .string()
   .min(1, 'must be a non-empty label')
   .max(MAX_LABEL)
-  .regex(/^[^\p{Cc}]+$/u, 'must not contain control characters');
+  // The control characters (Unicode Cc) spelled as ranges: every JSON Schema validator (Python's too)
+  // reads this pattern, not all of them know \p{Cc}.
+  // eslint-disable-next-line no-control-regex
+  .regex(/^[^\u0000-\u001F\u007F-\u009F]+$/, 'must not contain control characters');
 
 export const WorkspaceParams = z.object({
   ws: z.string().describe('Workspace label; only `default` exists.'),

@@ -38,6 +38,8 @@ describe('OpenAPI document', () => {
     for (const [name, schema] of requestSchemas) expect(JSON.stringify(schema), name).not.toMatch(/"default":/);
     expect(doc.components.schemas.UrlIngestRequestInput.properties.dryRun.description).toContain('Default: true.');
     expect(doc.components.schemas.UrlIngestRequestInput.required ?? []).not.toContain('dryRun');
+    // Patterns every common validator reads: no Unicode property escapes.
+    expect(JSON.stringify(doc)).not.toMatch(/\\\\p\{/);
   });
 
   it('serves the docs UI from the service itself', async () => {
