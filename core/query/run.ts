@@ -43,7 +43,8 @@ const PRESET_RANK: Record<Preset, number> = { efficient: 0, accuracy: 1 };
 
 /** Scope and preset rules of spec 5 rule 2; returns the preset the query runs with. */
 export function authorizeQuery(principal: Principal, req: Pick<QueryRequest, 'mode' | 'preset'>): Preset {
-  if (!principal.scopes.includes('query')) throw forbidden('This credential lacks the scope query.');
+  // memory.read alone (an MCP OAuth connection) searches native memory only (resolveBoundary).
+  if (!principal.scopes.includes('query') && !principal.scopes.includes('memory.read')) throw forbidden('This credential lacks the scope query.');
   if (req.mode === 'answer' && !principal.scopes.includes('query.answer')) {
     throw new AppError(403, 'query_answer_not_authorized', 'Answer mode needs the scope query.answer.');
   }
