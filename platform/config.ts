@@ -170,6 +170,11 @@ const envSchema = z.object({
   EMBEDDINGS_DIMENSIONS: z.coerce.number().int().min(8).max(8192).optional(),
   EMBEDDINGS_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(10),
   EMBEDDINGS_BATCH_SIZE: z.coerce.number().int().min(1).max(2048).default(64),
+  RERANK_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  RERANK_MODEL: optionalString,
+  RERANK_API_KEY: optionalString,
+  RERANK_TOP_N: z.coerce.number().int().min(2).max(100).default(20),
+  RERANK_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(60).default(5),
 });
 
 /** The answer provider (ANSWER_PROVIDER_*): the built-in extractive answerer, none, or an OpenAI-compatible model. */
@@ -189,6 +194,9 @@ export type AnswerConfig =
 
 /** How far one source may expand when extracted (INGEST_MAX_*), relative to its size. */
 export type IngestLimits = { maxPdfPages: number; maxExpansion: number; maxRecordsPerKb: number };
+
+/** The optional rerank provider (RERANK_*): core/retrieval/rerank.ts. */
+export type RerankConfig = { baseUrl: string; model: string; apiKey?: string; topN: number; timeoutMs: number };
 
 /** The optional OpenAI-compatible embeddings provider (EMBEDDINGS_*). */
 export type EmbeddingsConfig = { baseUrl: string; model: string; apiKey?: string; dimensions?: number; timeoutMs: number; batchSize: number };
@@ -277,6 +285,7 @@ export type Config = {
   memory: { deriver: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number } | null };
   /** The optional OpenAI-compatible embeddings provider (null = retrieval is lexical only). */
   embeddings: EmbeddingsConfig | null;
+  rerank: RerankConfig | null;
   accountDefaults: {
     monthlyCredits: number;
     onboardingCredits: number;
@@ -359,12 +368,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       indexMaxBytes: e.QUERY_INDEX_MAX_MB * 1024 * 1024,
       answer: answerConfig(e),
     },
-    embeddings: e.EMBEDDINGS_BASE_URL
-      ? {
-          baseUrl: e.EMBEDDINGS_BASE_URL, model: e.EMBEDDINGS_MODEL!, apiKey: e.EMBEDDINGS_API_KEY, dimensions: e.EMBEDDINGS_DIMENSIONS,
-          timeoutMs: e.EMBEDDINGS_TIMEOUT_SECONDS * 1000, batchSize: e.EMBEDDINGS_BATCH_SIZE,
-        }
-      : null,
+    ...retrievalProviders(e),
     memory: {
       deriver: e.MEMORY_DERIVER_BASE_URL
         ? { baseUrl: e.MEMORY_DERIVER_BASE_URL, model: e.MEMORY_DERIVER_MODEL ?? 'gpt-4o-mini', apiKey: e.MEMORY_DERIVER_API_KEY, timeoutMs: e.MEMORY_DERIVER_TIMEOUT_SECONDS * 1000 }
@@ -393,8 +397,8 @@ function parseEnv(env: NodeJS.ProcessEnv): Env {
     );
   }
   const e = parsed.data;
-  if (e.EMBEDDINGS_BASE_URL && !e.EMBEDDINGS_MODEL) {
-    throw new ConfigError([{ variable: 'EMBEDDINGS_MODEL', message: 'is required when EMBEDDINGS_BASE_URL is set' }]);
+  for (const [url, model] of [['EMBEDDINGS_BASE_URL', 'EMBEDDINGS_MODEL'], ['RERANK_BASE_URL', 'RERANK_MODEL']] as const) {
+    if (e[url] && !e[model]) throw new ConfigError([{ variable: model, message: `is required when ${url} is set` }]);
   }
   if (e.ANSWER_PROVIDER === 'openai' && (!e.ANSWER_PROVIDER_URL || !e.ANSWER_PROVIDER_MODEL)) {
     throw new ConfigError([
@@ -438,6 +442,21 @@ function oauthConfig(e: Env, publicBaseUrl: string): Config['oauth'] {
     refreshTokenTtlSeconds: e.OAUTH_REFRESH_TOKEN_TTL_DAYS * 86_400,
     unusedClientTtlSeconds: e.OAUTH_UNUSED_CLIENT_TTL_HOURS * 3600,
     registrationsPerHour: e.OAUTH_REGISTRATIONS_PER_HOUR,
+  };
+}
+
+/** The optional providers of retrieval: embeddings (EMBEDDINGS_*) and reranking (RERANK_*). */
+function retrievalProviders(e: Env): { embeddings: EmbeddingsConfig | null; rerank: RerankConfig | null } {
+  return {
+    embeddings: e.EMBEDDINGS_BASE_URL
+      ? {
+          baseUrl: e.EMBEDDINGS_BASE_URL, model: e.EMBEDDINGS_MODEL!, apiKey: e.EMBEDDINGS_API_KEY, dimensions: e.EMBEDDINGS_DIMENSIONS,
+          timeoutMs: e.EMBEDDINGS_TIMEOUT_SECONDS * 1000, batchSize: e.EMBEDDINGS_BATCH_SIZE,
+        }
+      : null,
+    rerank: e.RERANK_BASE_URL
+      ? { baseUrl: e.RERANK_BASE_URL, model: e.RERANK_MODEL!, apiKey: e.RERANK_API_KEY, topN: e.RERANK_TOP_N, timeoutMs: e.RERANK_TIMEOUT_SECONDS * 1000 }
+      : null,
   };
 }
 

@@ -147,7 +147,7 @@ async function citationLookup(deps: QueryDeps, boundary: Boundary, handle: strin
   const ref = deps.citations.open(key, boundary.accountId, handle);
   const found = ref ? await fetchCited(deps.em, boundary, ref) : null;
   const ranked = found ? [{ ...found, score: 1 }] : [];
-  return { ranked, semantic: 'off', candidates: ranked.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
+  return { ranked, semantic: 'off', rerank: 'off', candidates: ranked.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
 }
 
 /** The result with its operation block (credits as settled), stored for exact retries. */
