@@ -107,29 +107,48 @@ function formatTarget(m: Metric): string {
   return `${m.target.text} (${met ? 'met' : 'not met'})`;
 }
 
-export function renderSection(r: BenchmarkResult): string {
+/**
+ * One benchmark's results. The console gets everything (`detail`): the method, settings, detail tables
+ * and notes. docs/benchmarks.md gets the headline table with its command and machine; the rest stays in
+ * docs/benchmarks.json, and the why of each number is in the decision records.
+ */
+export function renderSection(r: BenchmarkResult, { detail = true }: { detail?: boolean } = {}): string {
   const lines = [
     `## ${r.name}: ${r.title}`,
     '',
-    r.description,
-    '',
+    ...(detail ? [r.description, ''] : []),
     `- Command: \`${r.command}\``,
     `- Machine: ${machineLine(r.machine)}`,
-    `- Quiet: CPU ${r.idleBeforeStartPercent}% idle before the start` +
+    `- Date: ${r.date} (took ${Math.round(r.tookSeconds)} s)` +
+      (r.code ? `; code: commit ${r.code.commit}${r.code.dirty ? ' with uncommitted changes' : ''}` : '') +
+      `; CPU ${r.idleBeforeStartPercent}% idle before the start` +
       (r.otherProcessesCpuPercent === undefined
         ? ''
-        : `; other processes used ${r.otherProcessesCpuPercent}% of the CPU during the run`),
-    `- Date: ${r.date} (took ${Math.round(r.tookSeconds)} s)` +
-      (r.code ? `; code: commit ${r.code.commit}${r.code.dirty ? ' with uncommitted changes' : ''}` : ''),
-    `- Settings: ${Object.entries(r.settings).map(([k, v]) => `${k} ${v}`).join('; ')}`,
+        : `, other processes used ${r.otherProcessesCpuPercent}% during the run`),
+    ...(detail ? [`- Settings: ${Object.entries(r.settings).map(([k, v]) => `${k} ${v}`).join('; ')}`] : []),
     '',
-    '| Metric | Median | Target | Baseline / floor | Ratio |',
-    '|---|---:|---|---|---:|',
-    ...r.metrics.map((m) => {
-      const baseline = m.baseline ? `${m.baseline.label}: ${formatValue(m.baseline.value, m.unit)}` : '—';
-      return `| ${m.label} | ${formatValue(m.value, m.unit)} | ${formatTarget(m)} | ${baseline} | ${formatRatio(m)} |`;
-    }),
+    ...(detail
+      ? [
+          '| Metric | Median | Target | Baseline / floor | Ratio |',
+          '|---|---:|---|---|---:|',
+          ...r.metrics.map((m) => {
+            const baseline = m.baseline ? `${m.baseline.label}: ${formatValue(m.baseline.value, m.unit)}` : '—';
+            return `| ${m.label} | ${formatValue(m.value, m.unit)} | ${formatTarget(m)} | ${baseline} | ${formatRatio(m)} |`;
+          }),
+        ]
+      : [
+          '| Metric | Median | Target; baseline or floor (ratio) |',
+          '|---|---:|---|',
+          ...r.metrics.map((m) => {
+            const against = [
+              ...(m.target ? [formatTarget(m)] : []),
+              ...(m.baseline ? [`${m.baseline.label}: ${formatValue(m.baseline.value, m.unit)} (${formatRatio(m)})`] : []),
+            ];
+            return `| ${m.label} | ${formatValue(m.value, m.unit)} | ${against.join('; ') || '—'} |`;
+          }),
+        ]),
   ];
+  if (!detail) return lines.join('\n');
   for (const t of r.tables ?? []) {
     lines.push(
       '',
@@ -145,7 +164,7 @@ export function renderSection(r: BenchmarkResult): string {
 }
 
 export function renderMarkdown(file: ResultsFile): string {
-  const sections = Object.values(file.benchmarks).map(renderSection);
+  const sections = Object.values(file.benchmarks).map((r) => renderSection(r, { detail: false }));
   return [
     '# Benchmarks',
     '',
@@ -154,7 +173,9 @@ export function renderMarkdown(file: ResultsFile): string {
     'Performance targets live here, as measured numbers, never as timed assertions in tests. Each value is',
     'the median across repeated runs on the machine named in its section; ratios compare it with a baseline',
     'measured in the same run or with a floor it cannot beat. Run them with `npm run bench` (all) or',
-    '`npm run bench -- <name>`; the raw per-run numbers are in [benchmarks.json](benchmarks.json).',
+    '`npm run bench -- <name>`, on an otherwise idle machine, and compare runs made back to back. The',
+    'method, settings, per-run numbers, detail tables and notes of each benchmark are in',
+    '[benchmarks.json](benchmarks.json) (and printed by the run); the decision records explain the numbers.',
     '',
     ...sections.flatMap((s) => [s, '']),
   ].join('\n');
