@@ -116,15 +116,27 @@ export function renderSection(r: BenchmarkResult, { detail = true }: { detail?: 
   const lines = [
     `## ${r.name}: ${r.title}`,
     '',
-    ...(detail ? [r.description, ''] : []),
-    `- Command: \`${r.command}\``,
-    `- Machine: ${machineLine(r.machine)}`,
-    `- Date: ${r.date} (took ${Math.round(r.tookSeconds)} s)` +
-      (r.code ? `; code: commit ${r.code.commit}${r.code.dirty ? ' with uncommitted changes' : ''}` : '') +
-      `; CPU ${r.idleBeforeStartPercent}% idle before the start` +
-      (r.otherProcessesCpuPercent === undefined
-        ? ''
-        : `, other processes used ${r.otherProcessesCpuPercent}% during the run`),
+    ...(detail
+      ? [
+          r.description,
+          '',
+          `- Command: \`${r.command}\``,
+          `- Machine: ${machineLine(r.machine)}`,
+          `- Date: ${r.date} (took ${Math.round(r.tookSeconds)} s)` +
+            (r.code ? `; code: commit ${r.code.commit}${r.code.dirty ? ' with uncommitted changes' : ''}` : '') +
+            `; CPU ${r.idleBeforeStartPercent}% idle before the start` +
+            (r.otherProcessesCpuPercent === undefined
+              ? ''
+              : `, other processes used ${r.otherProcessesCpuPercent}% during the run`),
+        ]
+      : [
+          `\`${r.command}\` on ${r.machine.cpu}, ${r.machine.cores} cores, ${r.machine.postgres}, ` +
+            `${r.date.slice(0, 10)}` +
+            (r.code ? ` at ${r.code.commit.slice(0, 7)}${r.code.dirty ? ' (uncommitted changes)' : ''}` : '') +
+            `, CPU ${r.idleBeforeStartPercent}% idle before the start` +
+            (r.otherProcessesCpuPercent === undefined ? '' : `, others ${r.otherProcessesCpuPercent}% during it`) +
+            '.',
+        ]),
     ...(detail ? [`- Settings: ${Object.entries(r.settings).map(([k, v]) => `${k} ${v}`).join('; ')}`] : []),
     '',
     ...(detail
