@@ -258,12 +258,14 @@ export const settingGroups = {
   },
 };
 
-const g = settingGroups;
-const envSchema = z.object({
-  ...g['Database'], ...g['Temporal'], ...g['HTTP listeners'], ...g['Sign-in and sessions'], ...g['MCP and OAuth'],
-  ...g['Credits, quotas and limits'], ...g['Ingest and extraction'], ...g['OCR'], ...g['Worker'], ...g['Metrics'],
-  ...g['Query and answers'], ...g['Embeddings'], ...g['Memory'],
-});
+/** Every group's settings in one object type (the groups' shapes intersected). */
+type AllSettings = (typeof settingGroups)[keyof typeof settingGroups] extends infer G
+  ? (G extends unknown ? (x: G) => void : never) extends (x: infer I) => void
+    ? I
+    : never
+  : never;
+
+const envSchema = z.object(Object.assign({}, ...Object.values(settingGroups)) as AllSettings);
 
 /** The answer provider (ANSWER_PROVIDER_*): the built-in extractive answerer, none, or an OpenAI-compatible model. */
 export type AnswerConfig =
