@@ -2,7 +2,8 @@ import { z } from 'zod';
 
 /**
  * Wire contracts of native memory (spec 2.4, 3.4, 3.5, 4.5). Field names the spec leaves "not shown"
- * are chosen here and documented in docs/api.md ("Native memory records"). Requests are closed.
+ * are chosen here and documented in the OpenAPI document they generate (docs/api.md, Native memory).
+ * Requests are closed.
  */
 
 export const WORKSPACE = 'default' as const;
