@@ -127,7 +127,8 @@ function decideClaim({ ev, messages }: DerivedAdd, p: Proposal, n: number, befor
   // The first claim of an event keeps the id a single claim per event always had.
   const id = deterministicUuid(n === 0 ? `memory-claim:${ev.id}` : `memory-claim:${ev.id}:${n}`);
   const cited = messages[p.message]!;
-  const validFrom = p.validFrom && p.validFrom < cited.created_at ? p.validFrom : cited.created_at;
+  const said = new Date(cited.created_at);
+  const validFrom = p.validFrom && new Date(p.validFrom) < said ? new Date(p.validFrom) : said;
   const sameSlot = hostile || !p.slot ? [] : before.filter((c) => c.slot === p.slot);
   const supersede = p.change === true ? sameSlot.filter((c) => c.audience === cited.audience) : [];
   const conflicts = sameSlot.filter((c) => !supersede.includes(c)).map((c) => c.id);
@@ -138,7 +139,7 @@ function decideClaim({ ev, messages }: DerivedAdd, p: Proposal, n: number, befor
     const seq = c.last_seq + 1;
     return {
       claim_id: c.id, account_id: ev.account_id, revision, head_revision: successor, seq, prior_content: c.content, prior_revision: c.head_revision,
-      reason: `superseded by claim ${id}: ${p.content}`, valid_from: c.valid_from, valid_to: validFrom > c.valid_from ? validFrom : c.valid_from,
+      reason: `superseded by claim ${id}: ${p.content}`, valid_from: c.valid_from, valid_to: validFrom > new Date(c.valid_from) ? validFrom : new Date(c.valid_from),
       marker: historyMarker(c.id, seq, 'DELETE', successor),
     };
   });

@@ -377,6 +377,13 @@ export function clauseSpans(sentence: string): { start: number; end: number }[] 
   }).filter((c) => c.end > c.start);
 }
 
+/** A time that opens the sentence ("Last weekend, I went hiking and I saw a bear") dates its later clauses too. */
+function leadingWhen(sentence: string, at: Date, clause: number) {
+  if (clause === 0) return null;
+  const when = resolveWhen(sentence, at);
+  return when && sentence.toLowerCase().indexOf(when.phrase.toLowerCase()) <= 12 ? when : null;
+}
+
 /** The readings of one message: every clause the rules accept, with its time resolved. */
 function readMessage(peer: string, content: string, at: Date | undefined): (Omit<Proposal, 'message' | 'injection'> & { sentenceInjection?: string })[] {
   const out: (Omit<Proposal, 'message' | 'injection'> & { sentenceInjection?: string })[] = [];
@@ -397,7 +404,7 @@ function readMessage(peer: string, content: string, at: Date | undefined): (Omit
       const clause = sentence.slice(c.start, c.end);
       const read = readSentence(peer, clause);
       if (!read) continue;
-      const when = at ? resolveWhen(clause, at) ?? (clauses.length > 1 ? resolveWhen(sentence, at) : null) : null;
+      const when = at ? resolveWhen(clause, at) ?? leadingWhen(sentence, at, i) : null;
       out.push({
         start: span.start + c.start, end: span.start + c.end,
         content: when ? `${read.content.replace(/\.$/, '')} (${when.label}).` : read.content,
@@ -420,7 +427,8 @@ export function createRuleDeriver(): ClaimDeriver {
       messages.forEach((msg, index) => {
         if (msg.role !== 'user') return; // only the peer's own turns are statements by the peer
         const finding = injectionFinding(msg.content);
-        for (const r of readMessage(peer, msg.content, msg.created_at)) {
+        // The message time may arrive serialised (an ISO string) from the activity that loaded it.
+        for (const r of readMessage(peer, msg.content, msg.created_at === undefined ? undefined : new Date(msg.created_at))) {
           if (r.sentenceInjection) {
             firstInjection ??= { message: index, start: r.start, end: r.end, finding: r.sentenceInjection };
             continue;
