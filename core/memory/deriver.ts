@@ -242,6 +242,12 @@ const RULES: Rule[] = [
     make: (p, m) => ({ content: `${p} has ${clean(m[1]!)}.` }),
   },
   {
+    // What the peer is doing these days ("I'm training for a marathon", "I'm learning the piano").
+    re: /^i(?:'m| am) ((?:really |also |still |currently |finally |now )?(?!(?:thinking|wondering|kidding|joking|hoping|feeling|saying|talking|asking|guessing|trying|loving|dying|going|getting there|looking at|listening|glad|sorry|happy|not)\b)[a-z]{3,}ing) (\S+(?: \S+)+)/i,
+    score: 3.5, category: 'activity',
+    make: (p, m) => ({ content: `${p} is ${m[1]!.toLowerCase()} ${clean(m[2]!)}.` }),
+  },
+  {
     re: /^i(?:'m| am) (an? .+)/i,
     score: 3.5, category: 'identity',
     make: (p, m) => ({ content: `${p} is ${clean(m[1]!)}.` }),
