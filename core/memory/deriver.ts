@@ -306,7 +306,11 @@ const VAGUE = /^(?:it|that|this|these|those|them|you|your|yours|him|her|so|too|h
 // The start of what follows the verb in a statement that only carries the conversation along ("I'll
 // definitely check it out", "I find it so moving", "I remember you saying that").
 const PHATIC = /^(?:(?:definitely|surely|totally|probably|certainly|for sure|def) )?(?:check (?:it|that|them|this)|let you|keep (?:that|this|it|you)|give (?:it|that)|try (?:it|that)|think about|look (?:into|at) (?:it|that)|be tuning|do (?:it|that)|let (?:you|me)|it |that |them |you |your |the thought|what you|how you)/i;
-const PHATIC_VERBS = /^i (?:(?:[a-z]+ly|even|still|also) )?(?:remember|find|found it|hear|heard|bet|love (?:the|that|this|it|how|what|your|you)|like (?:the|that|this|it|how|what|your|you)|appreciate|can't wait|cannot wait|can tell|totally get|get it|hope|wish)\b/i;
+const PHATIC_VERBS = /^i (?:(?:[a-z]+ly|even|still|also|always|will|'ll) )*(?:remember|find|found it|hear|heard|bet|love (?:the|that|this|it|how|what|your|you)|like (?:the|that|this|it|how|what|your|you)|appreciate|can't wait|cannot wait|can tell|totally get|get it|hope|wish|make sure|keep (?:working|trying|going|at it|pushing)|had (?:a |so much |lots of |such a )?(?:great|good|wonderful|amazing|lovely|fun|blast|awesome|fantastic)\b(?: (?:time|day|night))?(?: there| with (?:them|you|it))?$)/i;
+// A short statement whose object is only a pronoun or "there" ("I put a lot of effort into it").
+const DANGLING = /^(?:\S+ ){0,5}(?:it|that|there|them|this|those)$/i;
+// A time at the end of a clause, set aside when judging what the clause is about.
+const TIME_TAIL = / (?:yesterday|today|tonight|last \w+|this \w+|next \w+|recently|lately|again|too|as well)$/i;
 // Words that mark a statement as a change of what was true before.
 const CHANGE = /\b(?:now|no longer|any ?more|these days|nowadays|moved|switched|changed|new|started)\b/i;
 
@@ -343,7 +347,7 @@ export function readSentence(peer: string, sentence: string): { content: string;
     if (rule.category === 'fact' && GENERIC_FILLER_VERBS.test(body)) return null;
     if (rule.category === 'identity' && rule.score < 5 && (TRANSIENT.test(m[1]!) || TRANSIENT.test(m[1]!.replace(/^an?\s+/i, '')))) return null;
     const rest = m[m.length - 1]!.trim();
-    if (rule.score < 5 && (VAGUE.test(rest) || PHATIC.test(rest) || PHATIC_VERBS.test(body))) return null;
+    if (rule.score < 5 && (VAGUE.test(rest) || PHATIC.test(rest) || PHATIC_VERBS.test(body) || DANGLING.test(rest.replace(TIME_TAIL, '')))) return null;
     const made = rule.make(peer, m);
     return { content: made.content.replace(/\s+/g, ' '), slot: made.slot ?? null, category: rule.category, score: rule.score + boosts(body) };
   }
@@ -378,6 +382,7 @@ export function clauseSpans(sentence: string): { start: number; end: number }[] 
     if (i + 1 < cuts.length) {
       const tail = /\s(?:and|but|so|then|plus|because|cause)$/i.exec(sentence.slice(start, end));
       if (tail) end -= tail[0].length;
+      while (end > start && /[\s,;:\-–—]/.test(sentence[end - 1]!)) end--;
     }
     return { start, end };
   }).filter((c) => c.end > c.start);

@@ -9,7 +9,7 @@ export type When = { phrase: string; start: Date; end: Date; label: string; past
 
 const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
 const WEEKDAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'];
-const NUMBERS: Record<string, number> = { a: 1, an: 1, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10, couple: 2, few: 3 };
+const NUMBERS: Record<string, number> = { a: 1, an: 1, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10, couple: 2 };
 
 const DAY = 86_400_000;
 const day = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
@@ -33,8 +33,9 @@ const PATTERN = new RegExp(
     'the day before yesterday', 'the day after tomorrow', 'yesterday', 'last night', 'today', 'tonight', 'this (?:morning|afternoon|evening)',
     'tomorrow', '(?:last|this|next|past) weekend', '(?:last|this|next|past) (?:week|month|year)',
     `(?:last|this|next) (?:${WEEKDAYS.join('|')})`,
-    '(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\\d{1,2}|a couple of|a few) (?:days?|weeks?|months?|years?) ago',
-    'in (?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\\d{1,2}|a couple of|a few) (?:days?|weeks?|months?)',
+    // "a few" is no number: "a few years ago" is left as said.
+    '(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\\d{1,2}|a couple of) (?:days?|weeks?|months?|years?) ago',
+    'in (?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\\d{1,2}|a couple of) (?:days?|weeks?|months?)',
   ].map((p) => `\\b${p}\\b`).join('|'),
   'i',
 );
@@ -82,9 +83,9 @@ export function resolveWhen(text: string, at: Date): When | null {
     // "next Friday" and "this Friday" are the coming one: the reading most people mean.
     return oneDay(phrase, p.startsWith('last') ? addDays(today, -back) : addDays(today, ahead), at);
   }
-  const counted = /^(?:in )?(a couple of|a few|\w+) (day|week|month|year)s?( ago)?$/.exec(p);
+  const counted = /^(?:in )?(a couple of|\w+) (day|week|month|year)s?( ago)?$/.exec(p);
   if (counted) {
-    const n = NUMBERS[counted[1]!.replace(/^a (couple of|few)$/, '$1').replace(' of', '')] ?? Number(counted[1]);
+    const n = NUMBERS[counted[1]!.replace(/^a couple of$/, 'couple')] ?? Number(counted[1]);
     if (!Number.isFinite(n)) return null;
     const sign = counted[3] ? -1 : 1;
     const u = counted[2]!;
