@@ -6,8 +6,10 @@ import type { AnswerEvidence, AnswerSentence } from './types.ts';
 const EVIDENCE_CONSIDERED = 10;
 const SENTENCES_CONSIDERED = 400;
 const MAX_SENTENCE = 1_000;
-/** Share of the question's weighted content words a sentence must hold to state the answer. */
-const MIN_COVERAGE = 0.5;
+/** Share of the question's weighted content words (of those some evidence has) a sentence must hold to state the answer. */
+const MIN_COVERAGE = 0.4;
+/** How much each place down the evidence list costs a sentence's score. */
+const RANK_PRIOR = 0.05;
 
 /**
  * The built-in answerer: extractive, no model. It reads the sentences of the best evidence, weighs the
@@ -16,6 +18,8 @@ const MIN_COVERAGE = 0.5;
  * counting its evidence's label (the peer a message is from), when the sentence states something the
  * question asks for: a name for "who", a time for "when", a place for "where", a number for "how
  * many", any new content word otherwise. Past tenses count as their verb ("kept" answers "keeps").
+ * The answer is the part of that sentence that answers (the date, the number, the name, the clause;
+ * focusOf) when it can be told apart, else the sentence.
  * Every sentence is validated against the evidence it cites; it never writes a word that is not in the
  * evidence. When nothing qualifies it says which part of the question no evidence covers.
  */
@@ -35,7 +39,7 @@ const IRREGULAR: Record<string, string> = Object.fromEntries(
 
 /** Content stems of a text, past tenses of irregular verbs taken as their verb. */
 function stemsOf(text: string): string[] {
-  return contentStems(text.replace(/[\p{L}]+/gu, (w) => IRREGULAR[w.toLowerCase()] ?? w));
+  return contentStems(text.replace(/[\p{L}]+/gu, (w) => IRREGULAR[w.toLowerCase()] ?? w)).filter((s) => s.length > 1);
 }
 
 function expectedOf(question: string): Expected {
@@ -49,6 +53,10 @@ function expectedOf(question: string): Expected {
 
 const MONTHS = 'january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec';
 const TIME = new RegExp(`\\b(\\d{1,4}|${MONTHS}|monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today|tonight|tomorrow|weekend|week|month|year|ago|morning|evening|night|spring|summer|autumn|fall|winter|christmas|birthday)\\b`, 'i');
+const DATE = new RegExp(`\\b(\\d{1,2} (${MONTHS})|(${MONTHS}) \\d{4}|\\d{4})\\b`, 'i');
+const DATE_PHRASE = new RegExp(`\\b(?:\\d{1,2} (?:${MONTHS})(?: \\d{4})?|(?:${MONTHS}) \\d{1,2}(?:, \\d{4})?|(?:${MONTHS}) \\d{4}|(?:in |since )?\\d{4})\\b`, 'i');
+const RELATIVE = /\b(?:(?:last|this|next|past) (?:\w+day|week|weekend|month|year|night)|yesterday|today|tonight|tomorrow|\w+ (?:days|weeks|months|years) ago)\b/i;
+const NUMBER_PHRASE = /\b(?:\d+(?:[.,]\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|once|twice|several)\b(?: (?:or|to) \w+)?(?: [\p{L}]+)?/iu;
 const NUMBER = /\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|dozen|hundred|thousand|once|twice|several|few)\b/i;
 
 /** Capitalised words of a sentence that are not in the question and not a capitalised common word. */
@@ -63,6 +71,31 @@ function states(expected: Expected, sentence: string, qWords: Set<string>, qStem
   if (expected === 'number') return NUMBER.test(sentence);
   if (expected === 'place') return newNames(sentence, qWords).length > 0 || /\b(in|at|to|from|near)\s+(the\s+)?\p{L}{3,}/u.test(sentence);
   return stemsOf(sentence).some((s) => !qStems.has(s));
+}
+
+/**
+ * The answering part of a sentence: the date for "when" (a date in words before a relative time),
+ * the number with its noun for "how many", the name for "who" and "where", and for other questions the
+ * clause (split at commas, dashes, semicolons and "but"/"and") with the question's words and most new
+ * ones. Null when the sentence itself is the best answer.
+ */
+function focusOf(expected: Expected, sentence: string, qWords: Set<string>, qStems: Set<string>): string | null {
+  if (expected === 'time') return (/\(([^()]*\d{4})\)/.exec(sentence)?.[1] ?? DATE_PHRASE.exec(sentence)?.[0] ?? RELATIVE.exec(sentence)?.[0]) ?? null;
+  if (expected === 'number') return NUMBER_PHRASE.exec(sentence)?.[0] ?? null;
+  if (expected === 'person' || expected === 'place') {
+    const runs = sentence.match(/\p{Lu}[\p{L}'-]+(?: (?:of |de |van |von )?\p{Lu}[\p{L}'-]+)*/gu) ?? [];
+    return runs.find((r) => newNames(r, qWords).length > 0) ?? null;
+  }
+  const clauses = sentence.split(/\s*(?:[;:–—]|\s-\s|,\s(?:and|but|so|which)\s|\sbut\s)\s*/).map((c) => c.trim()).filter(Boolean);
+  if (clauses.length < 2) return null;
+  const score = (c: string) => {
+    const st = stemsOf(c);
+    const asked = st.filter((x) => qStems.has(x)).length;
+    const fresh = st.filter((x) => !qStems.has(x)).length;
+    return asked > 0 && fresh > 0 ? asked * 2 + Math.min(fresh, 4) : 0;
+  };
+  const best = clauses.reduce((a, c) => (score(c) > score(a) ? c : a), clauses[0]!);
+  return score(best) > 0 ? best.replace(/[,.!]+$/, '') : null;
 }
 
 const ASKED: Record<Expected, string> = { person: 'who', time: 'when', place: 'where', number: 'how many or how much', any: 'the answer' };
@@ -82,7 +115,8 @@ export function builtinAnswer(query: string, evidence: AnswerEvidence[]): Builti
     for (const span of sentenceSpans(e.text, 0, e.text.length, 'bullets')) {
       if (sentences.length >= SENTENCES_CONSIDERED) return;
       const text = e.text.slice(span.start, span.end);
-      if (text.length > MAX_SENTENCE) continue;
+      // A question in the evidence asks, it does not answer.
+      if (text.length > MAX_SENTENCE || /\?\s*["')\]]*$/.test(text)) continue;
       sentences.push({ text, stems: new Set([...stemsOf(text), ...label]), e, rank, start: span.start });
     }
   });
@@ -90,19 +124,36 @@ export function builtinAnswer(query: string, evidence: AnswerEvidence[]): Builti
   // Rarer words among the sentences weigh more; a word no sentence has weighs the most.
   const df = new Map(qStems.map((s) => [s, sentences.filter((x) => x.stems.has(s)).length]));
   const weight = new Map(qStems.map((s) => [s, Math.log(1 + (sentences.length + 1) / (1 + df.get(s)!))]));
-  const total = qStems.reduce((a, s) => a + weight.get(s)!, 0);
   const missing = qStems.filter((s) => df.get(s) === 0);
+  // Coverage counts the words some evidence has: a word none has (a misspelling, a paraphrase) cannot
+  // tell sentences apart, but when most of the question is missing nothing answers it.
+  const present = qStems.filter((s) => df.get(s)! > 0);
+  const total = present.reduce((a, s) => a + weight.get(s)!, 0);
   const scored = sentences
-    .map((x) => ({ ...x, coverage: qStems.reduce((a, s) => a + (x.stems.has(s) ? weight.get(s)! : 0), 0) / total }))
-    .sort((a, b) => b.coverage - a.coverage || a.rank - b.rank || a.start - b.start);
-  const answer = scored.find((x) => x.coverage >= MIN_COVERAGE && states(expected, x.text, qWords, qStemSet) && isSupported(x.text, [x.e.text]));
-  if (answer) return { sentences: [{ text: answer.text, citations: [answer.e.citationHandle] }], why: null };
+    .map((x) => {
+      const coverage = total ? present.reduce((a, s) => a + (x.stems.has(s) ? weight.get(s)! : 0), 0) / total : 0;
+      // For "when", a date in words beats "yesterday": a claim carries the date the message only implies.
+      const bonus = expected === 'time' && DATE.test(x.text) ? 0.15 : 0;
+      // Retrieval's order breaks near ties: the better-ranked evidence is more likely the one asked about.
+      return { ...x, coverage, score: coverage + bonus - RANK_PRIOR * x.rank };
+    })
+    .sort((a, b) => b.score - a.score || a.rank - b.rank || a.start - b.start);
+  const answerable = missing.length <= present.length;
+  const answer = answerable
+    ? scored.find((x) => x.coverage >= MIN_COVERAGE && states(expected, x.text, qWords, qStemSet) && isSupported(x.text, [x.e.text]))
+    : undefined;
+  if (answer) {
+    // The part of the sentence that answers, when it can be told apart; it is always text of the evidence.
+    const focus = focusOf(expected, answer.text, qWords, qStemSet);
+    const text = focus && isSupported(focus, [answer.e.text]) ? focus : answer.text;
+    return { sentences: [{ text, citations: [answer.e.citationHandle] }], why: null };
+  }
   const termsOf = (stems: string[]) => {
     const originals = query.match(/[\p{L}\p{N}'-]+/gu) ?? [];
     return [...new Set(stems.map((s) => originals.find((w) => stemsOf(w)[0] === s) ?? s))];
   };
   if (!sentences.length) return { sentences: [], why: { message: 'There is no evidence to answer from.', terms: [] } };
-  if (missing.length) {
+  if (missing.length && (!answerable || scored[0]!.coverage >= MIN_COVERAGE)) {
     const terms = termsOf(missing);
     return { sentences: [], why: { message: `No retrieved evidence mentions ${terms.map((t) => `"${t}"`).join(', ')}.`, terms } };
   }
