@@ -282,7 +282,7 @@ const RULES: Rule[] = [
   },
   {
     // Any other first-person declarative with enough substance; the filler verbs are excluded below.
-    re: /^i ((?:(?:[a-z]+ly|even|still|always|often|sometimes|ever|kind of|sort of) )*)([a-z]+) (\S+(?: \S+){2,}.*)/i,
+    re: /^i ((?:(?:[a-z]+ly|even|still|always|often|sometimes|ever|also|just|really|kind of|sort of) )*)([a-z]+) (\S+(?: \S+){2,}.*)/i,
     score: 2, category: 'fact',
     make: (p, m) => ({ content: `${p} ${m[1]!.toLowerCase()}${thirdPerson(m[2]!.toLowerCase())} ${clean(m[3]!)}.` }),
   },
@@ -302,7 +302,7 @@ const SUBJECTLESS = /^(?:just |finally |recently )?(?:went|got|bought|started|fi
 // A negated statement: no rule but the explicit negation rule reads it as a fact.
 const NEGATED = /^(?:i|we|my \S+(?: \S+)?) (?:\S+ )?(?:not|never|don't|didn't|doesn't|won't|can't|cannot|haven't|hasn't|isn't|aren't|wasn't|weren't|wouldn't|couldn't|shouldn't|no longer)\b/i;
 // An object that says nothing without the conversation around it ("I love that", "I miss you").
-const VAGUE = /^(?:it|that|this|these|those|them|you|your|yours|him|her|so|too|how|what|why|hearing|seeing|to hear|to see|reading|talking)\b(?: \S+){0,2}$/i;
+const VAGUE = /^(?:to|it|that|this|these|those|them|you|your|yours|him|her|so|too|how|what|why|hearing|seeing|to hear|to see|reading|talking)\b(?: \S+){0,2}$/i;
 // The start of what follows the verb in a statement that only carries the conversation along ("I'll
 // definitely check it out", "I find it so moving", "I remember you saying that").
 const PHATIC = /^(?:(?:definitely|surely|totally|probably|certainly|for sure|def) )?(?:check (?:it|that|them|this)|let you|keep (?:that|this|it|you)|give (?:it|that)|try (?:it|that)|think about|look (?:into|at) (?:it|that)|be tuning|do (?:it|that)|let (?:you|me)|it |that |them |you |your |the thought|what you|how you)/i;
