@@ -56,8 +56,8 @@ const TIME = new RegExp(`\\b(\\d{1,4}|${MONTHS}|monday|tuesday|wednesday|thursda
 const DATE = new RegExp(`\\b(\\d{1,2} (${MONTHS})|(${MONTHS}) \\d{4}|\\d{4})\\b`, 'i');
 const DATE_PHRASE = new RegExp(`\\b(?:\\d{1,2} (?:${MONTHS})(?: \\d{4})?|(?:${MONTHS}) \\d{1,2}(?:, \\d{4})?|(?:${MONTHS}) \\d{4}|(?:in |since )?\\d{4})\\b`, 'i');
 const RELATIVE = /\b(?:(?:last|this|next|past) (?:\w+day|week|weekend|month|year|night)|yesterday|today|tonight|tomorrow|\w+ (?:days|weeks|months|years) ago)\b/i;
-const NUMBER_PHRASE = /\b(?:\d+(?:[.,]\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|once|twice|several)\b(?: (?:or|to) \w+)?(?: [\p{L}]+)?/iu;
-const NUMBER = /\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|dozen|hundred|thousand|once|twice|several|few)\b/i;
+// A count, not the day or year of a date ("3 turtles", not "10 November" or "2023").
+const NUMBER_PHRASE = new RegExp(`\\b(?:\\d{1,3}(?:[.,]\\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|once|twice|several)\\b(?! (?:${MONTHS})\\b)(?: (?:or|to) \\w+)?(?: [\\p{L}]+)?`, 'iu');
 
 /** Capitalised words of a sentence that are not in the question and not a capitalised common word. */
 function newNames(sentence: string, questionWords: Set<string>): string[] {
@@ -68,7 +68,7 @@ function newNames(sentence: string, questionWords: Set<string>): string[] {
 function states(expected: Expected, sentence: string, qWords: Set<string>, qStems: Set<string>): boolean {
   if (expected === 'person') return newNames(sentence, qWords).length > 0;
   if (expected === 'time') return TIME.test(sentence);
-  if (expected === 'number') return NUMBER.test(sentence);
+  if (expected === 'number') return NUMBER_PHRASE.test(sentence);
   if (expected === 'place') return newNames(sentence, qWords).length > 0 || /\b(in|at|to|from|near)\s+(the\s+)?\p{L}{3,}/u.test(sentence);
   return stemsOf(sentence).some((s) => !qStems.has(s));
 }
