@@ -59,6 +59,9 @@ const RELATIVE = /\b(?:(?:last|this|next|past) (?:\w+day|week|weekend|month|year
 // A count, not the day or year of a date ("3 turtles", not "10 November" or "2023").
 const NUMBER_PHRASE = new RegExp(`\\b(?:\\d{1,3}(?:[.,]\\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|once|twice|several)\\b(?! (?:${MONTHS})\\b)(?: (?:or|to) \\w+)?(?: [\\p{L}]+)?`, 'iu');
 
+/** The patterns built at run time, for the unit test that checks every pattern runs in linear time. */
+export const ANSWER_PATTERNS: RegExp[] = [TIME, DATE, DATE_PHRASE, NUMBER_PHRASE];
+
 /** Capitalised words of a sentence that are not in the question and not a capitalised common word. */
 function newNames(sentence: string, questionWords: Set<string>): string[] {
   return (sentence.match(/\p{Lu}[\p{L}'-]+/gu) ?? []).filter((w) => !questionWords.has(w.toLowerCase()) && contentStems(w).length > 0
@@ -86,7 +89,7 @@ function focusOf(expected: Expected, sentence: string, qWords: Set<string>, qSte
     const runs = sentence.match(/\p{Lu}[\p{L}'-]+(?: (?:of |de |van |von )?\p{Lu}[\p{L}'-]+)*/gu) ?? [];
     return runs.find((r) => newNames(r, qWords).length > 0) ?? null;
   }
-  const clauses = sentence.split(/\s*(?:[;:–—]|\s-\s|,\s(?:and|but|so|which)\s|\sbut\s)\s*/).map((c) => c.trim()).filter(Boolean);
+  const clauses = sentence.split(/[;:–—]| - |, (?:and|but|so|which) | but /).map((c) => c.trim()).filter(Boolean);
   if (clauses.length < 2) return null;
   const score = (c: string) => {
     const st = stemsOf(c);
@@ -95,7 +98,11 @@ function focusOf(expected: Expected, sentence: string, qWords: Set<string>, qSte
     return asked > 0 && fresh > 0 ? asked * 2 + Math.min(fresh, 4) : 0;
   };
   const best = clauses.reduce((a, c) => (score(c) > score(a) ? c : a), clauses[0]!);
-  return score(best) > 0 ? best.replace(/[,.!]+$/, '') : null;
+  if (score(best) === 0) return null;
+  // Without its closing punctuation (a loop: /[,.!]+$/ is quadratic on long runs).
+  let end = best.length;
+  while (end > 0 && ',.!'.includes(best[end - 1]!)) end--;
+  return best.slice(0, end);
 }
 
 const ASKED: Record<Expected, string> = { person: 'who', time: 'when', place: 'where', number: 'how many or how much', any: 'the answer' };

@@ -367,6 +367,9 @@ const CLAUSE_BREAK = new RegExp(`(?:[,;:]|\\s[-–—])\\s*(?:(?:and|but|so|then
 // A sentence that reports someone else's words: its later clauses are not the peer's statements.
 const REPORTED = new RegExp(`\\b(?:${SAYING})\\b|["“”]`, 'i');
 
+/** The sentence-level patterns built at run time, for the linear-time unit test (beside RULE_PATTERNS). */
+export const CLAUSE_PATTERNS: RegExp[] = [CLAUSE_BREAK, REPORTED];
+
 /** The clauses of a sentence (offsets relative to the sentence), each starting with a first-person subject after the first. */
 export function clauseSpans(sentence: string): { start: number; end: number }[] {
   const cuts = [0];

@@ -28,7 +28,7 @@ const oneDay = (phrase: string, d: Date, at: Date): When => ({ phrase, start: d,
 
 // The first expression found wins; each alternative is a fixed phrase or a short bounded one, so the
 // scan is linear in the text.
-const PATTERN = new RegExp(
+export const WHEN_PATTERN = new RegExp(
   [
     'the day before yesterday', 'the day after tomorrow', 'yesterday', 'last night', 'today', 'tonight', 'this (?:morning|afternoon|evening)',
     'tomorrow', '(?:last|this|next|past) weekend', '(?:last|this|next|past) (?:week|month|year)',
@@ -42,7 +42,7 @@ const PATTERN = new RegExp(
 
 /** The first relative time expression of `text` resolved against `at`, or null. */
 export function resolveWhen(text: string, at: Date): When | null {
-  const m = PATTERN.exec(text);
+  const m = WHEN_PATTERN.exec(text);
   if (!m) return null;
   const phrase = m[0];
   const p = phrase.toLowerCase();
