@@ -595,7 +595,7 @@ CREATE INDEX memory_claim_account_idx ON public.memory_claim USING btree (accoun
 
 CREATE INDEX memory_claim_conflicts_with_idx ON public.memory_claim USING gin (conflicts_with);
 
-CREATE UNIQUE INDEX memory_claim_event_idx ON public.memory_claim USING btree (event_id) WHERE (event_id IS NOT NULL);
+CREATE INDEX memory_claim_event_idx ON public.memory_claim USING btree (event_id) WHERE (event_id IS NOT NULL);
 
 CREATE INDEX memory_claim_indexed_idx ON public.memory_claim USING btree (account_id, indexed_at);
 

@@ -6,7 +6,8 @@ import { PLANS, retrieve, type Plan } from '../../core/retrieval/retrieve.ts';
 import { startBenchApi } from '../lib/api.ts';
 import type { Benchmark, BenchContext, BenchOutput } from '../lib/benchmark.ts';
 import { waitForBackgroundWork } from '../lib/drain.ts';
-import { bm25Floor, CATEGORIES, DEFAULT_LOCOMO_FILE, loadLocomo, type Conversation, type Turn } from '../lib/locomo.ts';
+import { sentenceSpans } from '../../core/text/sentences.ts';
+import { bm25Floor, CATEGORIES, DEFAULT_LOCOMO_FILE, exactMatch, loadLocomo, tokenF1, type Conversation, type Turn } from '../lib/locomo.ts';
 import type { Metric, Table } from '../lib/results.ts';
 import { round, summarize } from '../lib/stats.ts';
 import { spawnBenchWorker } from '../lib/worker-process.ts';
@@ -94,7 +95,7 @@ export const recall: Benchmark = {
     // 1. Load every conversation twice (infer true, infer false), conversations in parallel.
     const load = async (c: Conversation, infer: boolean): Promise<Loaded> => {
       const account = await createAccount(orm.em.fork(), unlimited, { email: `bench-${randomUUID()}@cairn.local`, password: 'benchmark password, long' });
-      const { secret } = await createApiKey(orm.em.fork(), account.id, { name: 'bench', scopes: ['query', 'memory.read', 'memory.write'], maxPreset: 'accuracy' });
+      const { secret } = await createApiKey(orm.em.fork(), account.id, { name: 'bench', scopes: ['query', 'query.answer', 'memory.read', 'memory.write'], maxPreset: 'accuracy' });
       const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
       for (const s of c.speakers) await call('POST', `${base}/peers`, headers, { id: s });
       for (const s of c.sessions) await call('POST', `${base}/sessions`, headers, { id: s });
@@ -177,6 +178,31 @@ export const recall: Benchmark = {
       ctx.log(`${c.sample}: ${systems.map((s) => `${s.id} R@10 ${mean(scores.get(s.id)!.recall[10]!).toFixed(1)}`).join(', ')} (running)`);
     }
 
+    // 3b. The built-in answerer (answer mode, accuracy, infer true) on the questions with a gold answer
+    // (categories 1-4), scored by token F1 and exact match, beside its ceiling in the same run: the F1
+    // of the best single sentence of the evidence the same query returned.
+    type AnswerScore = { f1: number[]; em: number[]; ceiling: number[]; answered: number[] };
+    const answers = new Map<number, AnswerScore>();
+    for (const [n, c] of conversations.entries()) {
+      const l = withInfer[n]!;
+      for (const q of c.questions) {
+        if (q.answer === null || q.category < 1 || q.category > 4) continue;
+        const r = await call<{ answer: { disposition: string; text: string } | null; evidence: { text: string }[] }>(
+          'POST', `${api.baseUrl}/v1/query`, l.headers, { idempotencyKey: `bench-${randomUUID()}`, mode: 'answer', preset: 'accuracy', query: q.question });
+        const text = r.answer?.disposition === 'partial' ? r.answer.text : '';
+        const sentences = r.evidence.slice(0, LIMIT).flatMap((e) => sentenceSpans(e.text, 0, e.text.length, 'bullets').map((sp) => e.text.slice(sp.start, sp.end)));
+        const a = answers.get(q.category) ?? { f1: [], em: [], ceiling: [], answered: [] };
+        answers.set(q.category, a);
+        a.f1.push(tokenF1(text, q.answer));
+        a.em.push(exactMatch(text, q.answer) ? 1 : 0);
+        a.ceiling.push(Math.max(0, ...sentences.map((x) => tokenF1(x, q.answer!))));
+        a.answered.push(text ? 1 : 0);
+      }
+    }
+    const allAnswers = [...answers.values()];
+    const pooled = (k: keyof AnswerScore) => mean(allAnswers.flatMap((a) => a[k]));
+    ctx.log(`answers: F1 ${pooled('f1').toFixed(1)}, ceiling ${pooled('ceiling').toFixed(1)}, answered ${pooled('answered').toFixed(1)}%`);
+
     // 4. Ablation: the same retrieval in this process over the same accounts (the API's index), one
     // query-time feature of the accuracy plan left out at a time.
     const variants: [string, Plan, Strategy][] = [
@@ -230,6 +256,17 @@ export const recall: Benchmark = {
         { id: `recall.latency.${preset}.p95`, label: `POST /v1/query evidence, ${preset}, one client: p95`, value: round(client.p95), unit: 'ms', baseline: { label: 'retrieval alone p95', value: round(retrieval.p95), kind: 'floor' }, ratio: round(client.p95 / retrieval.p95) },
       );
     }
+    const answerF1 = round(pooled('f1'));
+    const ceilingF1 = round(pooled('ceiling'));
+    metrics.push(
+      {
+        id: 'recall.answer.f1', label: 'Built-in answerer (answer mode, accuracy), categories 1-4: token F1', value: answerF1, unit: '%',
+        target: { op: '>=', value: round(0.7 * ceilingF1), text: '≥ 0.7 × the best single evidence sentence' },
+        baseline: { label: 'best single sentence of the same evidence (ceiling)', value: ceilingF1, kind: 'floor' }, ratio: round(answerF1 / Math.max(ceilingF1, 1e-9)),
+      },
+      { id: 'recall.answer.em', label: 'Built-in answerer, categories 1-4: exact match', value: round(pooled('em')), unit: '%' },
+      { id: 'recall.answer.answered', label: 'Built-in answerer, categories 1-4: questions answered (not insufficient_evidence)', value: round(pooled('answered')), unit: '%' },
+    );
     const categories = [...scores.get('bm25')!.byCategory.keys()].sort();
     const byCategory = (k: number): Table => ({
       title: `Recall@${k} by question category (%)`,
@@ -253,6 +290,13 @@ export const recall: Benchmark = {
       },
       metrics,
       tables: [overall, byCategory(10), byCategory(5), {
+        title: 'Built-in answerer by category (answer mode, accuracy; token F1, exact match and answered in %; the ceiling is the F1 of the best single evidence sentence)',
+        columns: ['category', 'questions', 'F1', 'exact match', 'answered', 'ceiling F1', 'F1 / ceiling'],
+        rows: [...answers.entries()].sort((a, b) => a[0] - b[0]).map(([cat, a]) => [
+          `${cat} ${CATEGORIES[cat] ?? ''}`.trim(), a.f1.length, round(mean(a.f1)), round(mean(a.em)), round(mean(a.answered)), round(mean(a.ceiling)),
+          round(mean(a.f1) / Math.max(mean(a.ceiling), 1e-9)),
+        ]),
+      }, {
         title: 'Ablation: retrieval in-process over the same accounts (infer true), one feature of the accuracy plan left out at a time (%)',
         columns: ['plan', ...KS.map((k) => `R@${k}`)],
         rows: [['plain BM25 (floor)', ...KS.map((k) => floorAt(k))], ...[...ablation.entries()].map(([name, sc]) => [name, ...KS.map((k) => round(mean(sc.recall[k]!)))])],

@@ -11,7 +11,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 export const DEFAULT_LOCOMO_FILE = path.resolve(root, '..', 'shared', 'eval', 'locomo-dev', 'locomo-dev.json');
 
 export type Turn = { id: string; speaker: string; text: string; caption: string | null; session: string; sessionIndex: number; date: Date };
-export type Question = { question: string; category: number; evidence: string[] };
+/** `answer`: the gold answer (null for adversarial questions, which have none). */
+export type Question = { question: string; category: number; evidence: string[]; answer: string | null };
 export type Conversation = { sample: string; speakers: [string, string]; sessions: string[]; turns: Turn[]; questions: Question[] };
 
 export const CATEGORIES: Record<number, string> = { 1: 'multi-hop', 2: 'temporal', 3: 'open-domain', 4: 'single-hop', 5: 'adversarial' };
@@ -39,7 +40,7 @@ export function normalizeEvidence(e: string): string[] {
 }
 
 type RawTurn = { speaker: string; dia_id: string; text: string; blip_caption?: string };
-type RawSample = { sample_id?: string; conversation: Record<string, unknown>; qa: { question: string; category: number; evidence?: string[] }[] };
+type RawSample = { sample_id?: string; conversation: Record<string, unknown>; qa: { question: string; category: number; evidence?: string[]; answer?: string | number }[] };
 
 export function loadLocomo(file = process.env.LOCOMO_FILE ?? DEFAULT_LOCOMO_FILE): Conversation[] {
   const raw = JSON.parse(readFileSync(file, 'utf8')) as RawSample[];
@@ -52,7 +53,10 @@ export function loadLocomo(file = process.env.LOCOMO_FILE ?? DEFAULT_LOCOMO_FILE
         id: normalizeEvidence(t.dia_id)[0] ?? t.dia_id, speaker: t.speaker, text: t.text, caption: t.blip_caption ?? null, session, sessionIndex, date,
       }));
     });
-    const questions = s.qa.map((q) => ({ question: q.question, category: q.category, evidence: [...new Set((q.evidence ?? []).flatMap(normalizeEvidence))] }));
+    const questions = s.qa.map((q) => ({
+      question: q.question, category: q.category, evidence: [...new Set((q.evidence ?? []).flatMap(normalizeEvidence))],
+      answer: q.answer === undefined ? null : String(q.answer),
+    }));
     return { sample: s.sample_id ?? `sample-${n + 1}`, speakers: [String(c.speaker_a), String(c.speaker_b)], sessions, turns, questions };
   });
 }
@@ -93,3 +97,32 @@ export function bm25Floor(c: Conversation): (question: string) => string[] {
     return scores.map((s, i) => [s, i] as const).sort((a, b) => b[0] - a[0] || a[1] - b[1]).map(([, i]) => c.turns[i]!.id);
   };
 }
+
+/** Answer tokens as LoCoMo's and SQuAD's evaluation normalise them: lower case, no punctuation or articles. */
+export function answerTokens(s: string): string[] {
+  return s.toLowerCase().replace(/[^\p{L}\p{N}\s]/gu, ' ').replace(/\b(a|an|the|and)\b/g, ' ').split(/\s+/).filter(Boolean);
+}
+
+/** Token F1 of a predicted answer against the gold one (0..1). */
+export function tokenF1(predicted: string, gold: string): number {
+  const p = answerTokens(predicted);
+  const g = answerTokens(gold);
+  if (!p.length || !g.length) return p.length === g.length ? 1 : 0;
+  const left = new Map<string, number>();
+  for (const t of g) left.set(t, (left.get(t) ?? 0) + 1);
+  let common = 0;
+  for (const t of p) {
+    const n = left.get(t) ?? 0;
+    if (n > 0) {
+      common++;
+      left.set(t, n - 1);
+    }
+  }
+  if (!common) return 0;
+  const precision = common / p.length;
+  const recall = common / g.length;
+  return (2 * precision * recall) / (precision + recall);
+}
+
+/** Exact match after normalisation. */
+export const exactMatch = (predicted: string, gold: string) => answerTokens(predicted).join(' ') === answerTokens(gold).join(' ');

@@ -1,5 +1,5 @@
 import type { Logger } from '../../platform/logger.ts';
-import { extractiveAnswer } from './extractive.ts';
+import { builtinAnswer } from './extractive.ts';
 import { ProviderError, providerAnswer } from './provider.ts';
 import type { AnswerConfig } from '../../platform/config.ts';
 import type { AnswerEvidence, AnswerSentence, ProviderUsage } from './types.ts';
@@ -20,6 +20,8 @@ export type AnswerOutcome = {
   } | null;
   provider: { name: string | null; model: string | null; called: boolean; usage: ProviderUsage | null; credits: number };
   failure: string | null;
+  /** Why the built-in answerer found no answer: which part of the question no evidence covers (a gap of the result). */
+  gap?: { code: 'answer_not_stated'; message: string; terms: string[] } | null;
 };
 
 /** Most provider-work credits an answer can cost with this configuration (reserved before work). */
@@ -68,7 +70,11 @@ export async function answerQuery(
   const noProvider = { name: null, model: null, called: false, usage: null, credits: 0 };
   if (cfg.mode === 'disabled') return { execution: 'provider_required', answer: null, provider: noProvider, failure: null };
   if (cfg.mode === 'builtin') {
-    return { execution: 'ready', answer: ready(extractiveAnswer(query, evidence), 'builtin-extractive', 0, conflicts), provider: noProvider, failure: null };
+    const found = builtinAnswer(query, evidence);
+    return {
+      execution: 'ready', answer: ready(found.sentences, 'builtin-extractive', 0, conflicts), provider: noProvider, failure: null,
+      gap: found.why ? { code: 'answer_not_stated', ...found.why } : null,
+    };
   }
   const base = { name: 'openai-compatible', model: cfg.model };
   if (evidence.length === 0) {

@@ -147,7 +147,9 @@ export const EventStatus = z
         messages: z.number().int().optional(),
         claim_id: z.string().nullable().optional(),
         claim_state: z.string().nullable().optional(),
+        claim_ids: z.array(z.string()).optional().describe('Every claim the event derived, in message order; claim_id is the first.'),
         conflicts_with: z.array(z.string()).optional(),
+        supersedes: z.array(z.string()).optional().describe('Current claims this event ended: a statement of change ("I live in Madrid now") supersedes the claim of the same slot.'),
         duplicate_of: z.string().optional().describe('The current claim that already says this (no duplicate is stored).'),
         note: z.string().optional(),
       })

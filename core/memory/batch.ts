@@ -52,7 +52,7 @@ export async function processBatch(
     for (let ev = toDerive.shift(); ev; ev = toDerive.shift()) {
       const msgs = messages.get(ev.id)!;
       try {
-        derived.set(ev.id, { ev, messages: msgs, proposal: await derive(deriver, ev, msgs) });
+        derived.set(ev.id, { ev, messages: msgs, proposals: await derive(deriver, ev, msgs) });
       } catch (err) {
         fail([ev.id], err);
       }

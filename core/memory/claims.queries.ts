@@ -1,7 +1,7 @@
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import type { Reach } from '../auth/principal.ts';
 import type { Claim } from '../contracts/memory.ts';
-import { audienceCondition, bound } from '../../platform/db/sql.ts';
+import { audienceCondition, bound, sql } from '../../platform/db/sql.ts';
 import { exactTime } from './pagination.ts';
 
 // The claim statements (memory_claim, memory_claim_history): reads by id, page, rank and peer, the
@@ -192,14 +192,45 @@ export async function historyOf(em: Em, claimId: string): Promise<FullHistoryRow
 
 // The batch commit (commit.ts) ---------------------------------------------------------------------
 
-export type CurrentClaim = { id: string; peer_id: string; content: string; slot: string | null };
+export type CurrentClaim = {
+  id: string; peer_id: string; content: string; slot: string | null; audience: string | null; revision: number; head_revision: string;
+  valid_from: Date; last_seq: number;
+};
 
-/** The current claims of the peers, in creation order. */
+/** The current claims of the peers, in creation order, with what ending one needs (revision, last history entry). */
 export async function currentClaims(tx: Em, peerIds: string[]): Promise<CurrentClaim[]> {
   return bound<CurrentClaim>(
     tx,
-    "select id, peer_id, content, slot from memory_claim where peer_id = any(?::uuid[]) and state = 'current' order by created_at, id",
-    [peerIds],
+    sql`select c.id, c.peer_id, c.content, c.slot, c.audience, c.revision, c.head_revision, c.valid_from,
+          (select max(h.seq) from memory_claim_history h where h.claim_id = c.id) as last_seq
+        from memory_claim c where c.peer_id = any(${peerIds}::uuid[]) and c.state = 'current' order by c.created_at, c.id`,
+  );
+}
+
+/** A current claim that a later statement supersedes: its validity ends, recorded as its DELETE history entry. */
+export type Ending = {
+  claim_id: string; account_id: string; revision: number; head_revision: string; seq: number; prior_content: string; prior_revision: string;
+  reason: string; valid_from: Date; valid_to: Date; marker: string;
+};
+
+/** Ends superseded claims (withdrawn, not eligible, valid until the change) and appends their history, in two statements. */
+export async function endSuperseded(tx: Em, endings: Ending[]): Promise<void> {
+  const rows = JSON.stringify(endings);
+  await bound(
+    tx,
+    sql`update memory_claim c set state = 'withdrawn', eligibility = 'not_eligible', revision = e.revision, head_revision = e.head_revision,
+          valid_to = e.valid_to, conflicts_with = '{}', updated_at = now()
+        from jsonb_to_recordset(${rows}::jsonb) as e(claim_id uuid, revision integer, head_revision text, valid_to timestamptz)
+        where c.id = e.claim_id and c.state = 'current'`,
+  );
+  await bound(
+    tx,
+    sql`insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
+          successor_revision, reason, valid_from, valid_to, marker)
+        select claim_id, seq, account_id, 'DELETE', prior_content, null, prior_revision, head_revision, reason, valid_from, valid_to, marker
+          from jsonb_to_recordset(${rows}::jsonb) as e(claim_id uuid, seq integer, account_id uuid, prior_content text, prior_revision text,
+            head_revision text, reason text, valid_from timestamptz, valid_to timestamptz, marker text)
+        on conflict do nothing`,
   );
 }
 

@@ -10,9 +10,9 @@ export async function failEvents(em: Em, eventIds: string[], message: string): P
   await finishEvents(em, eventIds, 'failed', null, message);
 }
 
-/** The claim an add-event proposes, or null (infer false, nothing salient). Outside any transaction. */
-export async function derive(deriver: ClaimDeriver, ev: Claimed, messages: StoredMessage[]): Promise<Proposal | null> {
-  return ev.infer ? deriver.derive({ peer: ev.peer_label ?? 'the peer', messages }) : null;
+/** The claims an add-event proposes, possibly none (infer false, nothing salient). Outside any transaction. */
+export async function derive(deriver: ClaimDeriver, ev: Claimed, messages: StoredMessage[]): Promise<Proposal[]> {
+  return ev.infer ? deriver.derive({ peer: ev.peer_label ?? 'the peer', messages }) : [];
 }
 
 /**

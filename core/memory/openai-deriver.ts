@@ -53,7 +53,7 @@ export function createOpenAiDeriver(cfg: OpenAiDeriverConfig, fallback: ClaimDer
   const url = `${cfg.baseUrl.replace(/\/$/, '')}/chat/completions`;
   return {
     name: `openai:${cfg.model}`,
-    async derive(input: DeriveInput): Promise<Proposal | null> {
+    async derive(input: DeriveInput): Promise<Proposal[]> {
       const listing = input.messages.map((m, i) => ({ index: i, role: m.role, content: m.content }));
       let res: Response;
       try {
@@ -92,7 +92,7 @@ export function createOpenAiDeriver(cfg: OpenAiDeriverConfig, fallback: ClaimDer
         logger.warn({ deriver: this.name }, 'deriver answer was not the expected JSON; using the built-in rules');
         return fallback.derive(input);
       }
-      if (!answer.claim) return null;
+      if (!answer.claim) return [];
       const c = answer.claim;
       const msg = input.messages[c.message_index];
       const start = msg && msg.role === 'user' ? msg.content.indexOf(c.quote) : -1;
@@ -104,7 +104,7 @@ export function createOpenAiDeriver(cfg: OpenAiDeriverConfig, fallback: ClaimDer
         logger.warn({ deriver: this.name }, 'deriver claim says more than its quote; using the built-in rules');
         return fallback.derive(input);
       }
-      return {
+      return [{
         message: c.message_index,
         start,
         end: start + c.quote.length,
@@ -112,7 +112,7 @@ export function createOpenAiDeriver(cfg: OpenAiDeriverConfig, fallback: ClaimDer
         categories: c.categories,
         slot: c.slot,
         injection: injectionFinding(msg.content),
-      };
+      }];
     },
   };
 }

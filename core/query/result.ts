@@ -166,6 +166,7 @@ export function assemble(input: {
 function finishResult(parts: Parts, { answer, operation }: Outcome): QueryResult {
   const { req, preset, retrieval, boundary, evidence, conflicts, context } = parts;
   const { gaps, stopReason: retrievalStop } = gapsOf(req, evidence.length, retrieval);
+  if (answer?.gap && evidence.length) gaps.push(answer.gap);
   const answered = answerOutcome(answer, retrievalStop);
   const limitations = [...retrievalLimitations(preset, retrieval, context, conflicts.length), ...answered.limitations];
   const status: QueryResult['coverage']['status'] =

@@ -128,6 +128,25 @@ describe('modes', () => {
     }
   });
 
+  it('answer mode (built-in) answers "Who keeps the lighthouse?" from the sentence that says who, and says why when nothing does', async () => {
+    const L = await account();
+    await ingestText(L.key, 'skerrow.md', [
+      '# Skerrow lighthouse', '',
+      'The Skerrow lighthouse was first lit in 1851. Its lamp turns every twelve seconds.', '',
+      'Keepers log the weather at the lighthouse every four hours.', '',
+      'The lighthouse stands on a basalt cape, 47 metres above the sea.', '',
+      'Maria Okafor has kept the lighthouse since 1998, and she knows every storm by name.', '',
+    ].join('\n'));
+    const r = await query(L.key, { mode: 'answer', query: 'Who keeps the lighthouse?' });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ execution: 'ready', answer: { disposition: 'partial', text: 'Maria Okafor', answerer: 'builtin-extractive' } });
+    const cited = r.body.evidence.find((e: Json) => e.citationHandle === r.body.answer.sentences[0].citations[0]);
+    expect(cited.text).toContain('Maria Okafor has kept the lighthouse');
+    const none = await query(L.key, { mode: 'answer', query: 'Who painted the lighthouse ceiling?' });
+    expect(none.body).toMatchObject({ execution: 'ready', answer: { disposition: 'insufficient_evidence', sentences: [] } });
+    expect(none.body.gaps).toContainEqual({ code: 'answer_not_stated', message: expect.stringContaining('"painted"'), terms: expect.arrayContaining(['painted']) });
+  });
+
   it('answer mode with no supporting evidence is insufficient_evidence, never invented', async () => {
     const r = await query(A.key, { mode: 'answer', query: 'zebra xylophone quintessence' });
     expect(r.status).toBe(200);

@@ -4,7 +4,9 @@ import { execFileSync } from 'node:child_process';
 import { check } from 'recheck';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { RULE_PATTERNS } from '../../core/memory/deriver.ts';
+import { ANSWER_PATTERNS } from '../../core/answer/extractive.ts';
+import { CLAUSE_PATTERNS, RULE_PATTERNS } from '../../core/memory/deriver.ts';
+import { WHEN_PATTERN } from '../../core/memory/when.ts';
 import { SCREEN_PATTERNS } from '../../core/memory/screen.ts';
 
 // Every regular expression of the server's code runs in linear time (issue 24): recheck, a maintained
@@ -20,7 +22,9 @@ const OUTSIDE = ['api/console/src/'];
 
 /** Patterns built at run time, with where the test finds them (a module exporting them). */
 const DYNAMIC: Record<string, RegExp[]> = {
-  'core/memory/deriver.ts': RULE_PATTERNS,
+  'core/memory/deriver.ts': [...RULE_PATTERNS, ...CLAUSE_PATTERNS],
+  'core/memory/when.ts': [WHEN_PATTERN],
+  'core/answer/extractive.ts': ANSWER_PATTERNS,
   'core/memory/screen.ts': SCREEN_PATTERNS,
 };
 

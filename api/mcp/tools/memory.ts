@@ -45,7 +45,7 @@ const addMessagesTool = defineTool({
   title: 'Add messages to a session',
   description:
     'Records 1 to 100 messages of a conversation, attributed to a peer, in a session (both created beforehand). ' +
-    'When infer is true (the default) the service derives at most one claim: the most salient thing the peer said about themselves. ' +
+    'When infer is true (the default) the service derives a claim for every salient thing the peer said about themselves (a statement of change, such as "I live in Madrid now", supersedes the earlier claim). ' +
     `Returns an event_id. ${POLL} Send an idempotency_key to make a retry safe.`,
   input: MessagesCreateRequest.extend({ session_id: sessionId, peer_id: peerId }),
   output: MessagesCreateReceipt,

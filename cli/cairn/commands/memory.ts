@@ -101,7 +101,7 @@ const sessions = [
 
 const messagesAdd = defineCommand({
   name: 'memory messages add',
-  summary: 'Add messages to a session (one claim is derived per add); --wait follows the event',
+  summary: 'Add messages to a session (a claim is derived per salient statement); --wait follows the event',
   usage: 'cairn memory messages add SESSION --peer PEER --content TEXT... [--role user|assistant|system|tool] [--agent-id A] [--no-infer] [--created-at ISO] [--source-id JOB_ID]... [--metadata JSON] [--idempotency-key KEY] [--wait [--timeout S]]',
   positionals: ['SESSION'],
   credential: 'apiKey',

@@ -366,6 +366,58 @@ describe('claims lifecycle (3.5)', () => {
     expect((await c.mem(full, 'GET', `/claims/${second.id}`)).body).toMatchObject({ conflicts_with: [], support_status: 'supported' });
   });
 
+  it('every fact of a four-message add becomes its own claim citing its message', async () => {
+    const peer = tag('four');
+    const session = tag('fours');
+    expect((await c.mem(full, 'POST', '/peers', { id: peer })).status).toBe(200);
+    expect((await c.mem(full, 'POST', '/sessions', { id: session })).status).toBe(200);
+    const said = ["I'm a nurse.", 'I work in Leeds.', "I'm allergic to peanuts.", 'My daughter Mia loves dinosaurs.'];
+    const r = await c.mem(full, 'POST', `/sessions/${session}/messages`, { peer_id: peer, messages: said.map((content) => ({ role: 'user', content })) });
+    expect(r.status, r.text).toBe(200);
+    const ev = await c.waitEvent(full, r.body.event_id);
+    expect(ev.status, JSON.stringify(ev)).toBe("succeeded");
+    expect(ev.outcome.claim_ids).toHaveLength(4);
+    expect(ev.outcome.claim_id).toBe(ev.outcome.claim_ids[0]);
+    const claims = await Promise.all(ev.outcome.claim_ids.map(async (id: string) => (await c.mem(full, 'GET', `/claims/${id}`)).body));
+    expect(claims.map((x: Json) => x.content)).toEqual([
+      `${peer} is a nurse.`, `${peer} works in Leeds.`, `${peer} is allergic to peanuts.`, `${peer}'s daughter Mia loves dinosaurs.`,
+    ]);
+    // Each cites its own message, exactly.
+    expect(claims.map((x: Json) => x.citations[0].quote)).toEqual(said);
+    expect(new Set(claims.map((x: Json) => x.citations[0].message_id)).size).toBe(4);
+    expect(claims.every((x: Json) => x.state === 'current' && x.support_status === 'supported')).toBe(true);
+    const listed = (await c.mem(full, 'POST', '/claims/list', { peer_id: peer })).body.items;
+    expect(listed).toHaveLength(4);
+  });
+
+  it('a statement of change supersedes the earlier claim (validity ended, history kept); one without a change marker stays a conflict', async () => {
+    const peer = tag('move');
+    const session = tag('moves');
+    const lisbon = await c.write(full, peer, session, 'I live in Lisbon.', { created_at: '2024-01-02T10:00:00Z' });
+    const madrid = await c.write(full, peer, session, 'I moved to Madrid last month, I live in Madrid now.', { created_at: '2024-03-12T10:00:00Z' });
+    expect(madrid.outcome.supersedes).toEqual([lisbon.outcome.claim_id]);
+    expect(madrid.outcome.conflicts_with).toBeUndefined();
+    const [moved, lives] = await Promise.all(madrid.outcome.claim_ids.map(async (id: string) => (await c.mem(full, 'GET', `/claims/${id}`)).body));
+    // "last month" said on 12 March 2024 is February 2024: in the claim's text (so its index) and its validity.
+    expect(moved).toMatchObject({ content: `${peer} moved to Madrid last month (February 2024).`, valid_from: '2024-02-01T00:00:00.000Z', state: 'current', support_status: 'supported' });
+    expect(lives).toMatchObject({ content: `${peer} lives in Madrid now.`, state: 'current', support_status: 'supported', conflicts_with: [] });
+    const old = (await c.mem(full, 'GET', `/claims/${lisbon.outcome.claim_id}`)).body;
+    expect(old).toMatchObject({ content: `${peer} lives in Lisbon.`, state: 'withdrawn', eligibility: 'not_eligible', valid_to: '2024-02-01T00:00:00.000Z' });
+    const history = (await c.mem(full, 'GET', `/claims/${old.id}/history`)).body.entries;
+    expect(history.map((h: Json) => h.event)).toEqual(['ADD', 'DELETE']);
+    expect(history[1]).toMatchObject({ prior: { content: `${peer} lives in Lisbon.`, valid_to: '2024-02-01T00:00:00.000Z' }, reason: expect.stringContaining(moved.id) });
+    // The old head is gone from the current claims and from context; a stale change of it is refused.
+    const current = (await c.mem(full, 'POST', '/claims/list', { peer_id: peer })).body.items.map((x: Json) => x.content);
+    expect(current.sort()).toEqual([`${peer} lives in Madrid now.`, `${peer} moved to Madrid last month (February 2024).`]);
+    expectError(await c.mem(full, 'PUT', `/claims/${old.id}`, { content: 'x', head_revision: lisbon.outcome.claim_id && (await c.mem(full, 'GET', `/claims/${old.id}/history`)).body.entries[0].successor.revision, reason: 'stale' }), 409, 'revision_conflict');
+    // Without a change marker a contradiction is a conflict with every current claim of the slot.
+    const porto = await c.write(full, peer, session, 'I live in Porto.', { created_at: '2024-04-01T10:00:00Z' });
+    expect(porto.outcome.supersedes).toBeUndefined();
+    expect([...porto.outcome.conflicts_with].sort()).toEqual([moved.id, lives.id].sort());
+    expect((await c.mem(full, 'GET', `/claims/${porto.outcome.claim_id}`)).body).toMatchObject({ state: 'current', support_status: 'conflicting' });
+    expect((await c.mem(full, 'GET', `/claims/${lives.id}`)).body).toMatchObject({ state: 'current', support_status: 'conflicting' });
+  });
+
   it('instruction-like content becomes a pending_review claim with a warning, never context, until accepted by a correction PUT', async () => {
     const peer = tag('hostile');
     const session = tag('hostiles');
