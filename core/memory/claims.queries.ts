@@ -22,7 +22,7 @@ export type ClaimRow = {
 
 /**
  * A claim with its conflicts both ways: conflicts_with holds the claims it contradicted when it was
- * made, and `later` the claims made since that contradict it (they list it; migration 0020). A claim
+ * made, and `later` the claims made since that contradict it (they list it). A claim
  * is conflicting while either side is non-empty, unless a person has asserted it. A corrected claim
  * also brings its latest correction (`corr`), which is what it cites.
  */

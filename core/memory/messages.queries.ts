@@ -36,22 +36,24 @@ export async function writeOfKey<R>(em: Em, accountId: string, idempotencyKey: s
 }
 
 /**
- * cairn_add_messages (migration 0016): one statement, one round trip, one commit. It locks the labels
- * (for share), and inserts the event and its messages only when the session, the peer and every source
- * check out; it says which did and whether the event was inserted (0: the key was taken meanwhile).
+ * cairn_add_messages (platform/db/functions/cairn_add_messages.sql): one statement, one round trip, one
+ * commit. It locks the labels (for share), and inserts the event and its messages only when the session,
+ * the peer and every source check out; it says which did and whether the event was inserted (0: the key
+ * was taken meanwhile).
  */
 export async function insertWrite(em: Em, w: {
   accountId: string; sessionLabel: string; peerLabel: string; sourceIds: string[]; eventId: string; agentId: string | null; infer: boolean;
   idempotencyKey: string | null; requestHash: string; receipt: unknown; createdAt: Date | null; metadata: Record<string, unknown> | null;
   audiences: readonly string[] | null; messages: { id: string; role: string; content: string }[];
 }) {
+  const write = {
+    account: w.accountId, workspace: WORKSPACE, session: w.sessionLabel, peer: w.peerLabel, sources: w.sourceIds, event: w.eventId,
+    agent: w.agentId, infer: w.infer, idempotency_key: w.idempotencyKey, request_hash: w.requestHash, receipt: w.receipt ?? null,
+    created_at: w.createdAt, metadata: w.metadata, audiences: w.audiences,
+    messages: w.messages.map((m) => ({ id: m.id, role: m.role, content: m.content, hash: sha256Hex(m.content) })),
+  };
   const [outcome] = await bound<{ session: boolean; peer: boolean; sources: boolean; inserted: number }>(em, sql`select r_session as session,
-      r_peer as peer, r_sources as sources, r_inserted as inserted
-    from cairn_add_messages(${w.accountId}, ${WORKSPACE}, ${w.sessionLabel}, ${w.peerLabel}, ${w.sourceIds}::uuid[], ${w.eventId}, ${w.agentId},
-      ${w.infer}, ${w.idempotencyKey}, ${w.requestHash}, ${JSON.stringify(w.receipt)}::jsonb, ${w.createdAt}::timestamptz,
-      ${w.metadata ? JSON.stringify(w.metadata) : null}::jsonb, ${w.audiences ? [...w.audiences] : null}::text[],
-      ${w.messages.map((m) => m.id)}::uuid[], ${w.messages.map((_, i) => i)}::integer[], ${w.messages.map((m) => m.role)}::text[],
-      ${w.messages.map((m) => m.content)}::text[], ${w.messages.map((m) => sha256Hex(m.content))}::text[])`);
+      r_peer as peer, r_sources as sources, r_inserted as inserted from cairn_add_messages(${JSON.stringify(write)}::jsonb)`);
   return outcome!;
 }
 

@@ -173,7 +173,7 @@ const NEAR_WORDS = 5;
 
 /**
  * Lexemes of the account spelt like each word (pg_trgm's word similarity at its default threshold),
- * with their similarity: words of its sources from its lexicon (migration 0015, stemmed here as the
+ * with their similarity: words of its sources from its lexicon (record_lexicon, stemmed here as the
  * index stems them) and lexemes of messages whose text holds a near spelling (their trigram index).
  * They only correct the query; what is returned is always found by searching, inside the boundary.
  */

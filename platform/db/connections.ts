@@ -35,7 +35,7 @@ const notifying = new WeakMap<object, Map<string, { inFlight: boolean; again: bo
 /**
  * NOTIFY `channel` on the EntityManager's pool, in a statement of its own (outside any transaction):
  * a transaction that notifies holds PostgreSQL's global notify lock through its commit's disk flush,
- * which makes concurrent writers commit one at a time (migration 0018). One notification per pool and
+ * which makes concurrent writers commit one at a time. One notification per pool and
  * channel is in flight at most; calls meanwhile ask for one more, sent when it returns, so a burst
  * costs a few notifications, not one each. Failures are dropped: callers keep an outbox that their
  * listeners also poll.

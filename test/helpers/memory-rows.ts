@@ -4,7 +4,8 @@ import { bound } from '../../platform/db/sql.ts';
 
 // Native-memory rows written with SQL, for retrieval tests that need memory but not the write path. A
 // message is retrievable once `available`; a claim when `state = 'current'` and `eligibility =
-// 'eligible'`. The database gives each message its search vector and version stamp (migration 0022).
+// 'eligible'`. The database gives each message its search vector and version stamp (its triggers,
+// platform/db/triggers).
 
 const hash = (t: string) => createHash('sha256').update(t.replace(/\s+/g, ' ').trim()).digest('hex');
 

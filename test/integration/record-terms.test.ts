@@ -12,7 +12,7 @@ import { createTestAccount } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { ingestMarkdown } from '../helpers/source-rows.ts';
 
-// The impact index of source records (record_term, migration 0014): the first stage ranks records by
+// The impact index of source records (record_term): the first stage ranks records by
 // it exactly as ts_rank over their tsvectors would, within the boundary, and it follows the records
 // through ingest, source deletion and account deletion.
 
@@ -125,7 +125,7 @@ describe('impact rows follow the records', () => {
     expect(await fetchCandidates(db.orm.em.fork(), boundary(A), fts('xylophonist', false), 10)).toEqual([]);
     expect(await termRows('account_id = ?', [B])).toBeGreaterThan(0);
     // The account's deletion cascades through ingest_job and source; record_term rows go by the source's
-    // statement trigger (migration 0021: no foreign key of their own).
+    // statement trigger (platform/db/triggers/source_delete_terms.sql: no foreign key of their own).
     await bound(db.orm.em.fork(), 'delete from account where id = ?', [B]);
     expect(await termRows('account_id = ?', [B])).toBe(0);
     expect(await bound(db.orm.em.fork(), 'select id from record where account_id = ?', [B])).toEqual([]);

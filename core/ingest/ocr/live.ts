@@ -56,7 +56,7 @@ export async function recogniseJobPages(
       pages = verifiedPages(batch, await provider.recognise(job.account_id, bytes, batch));
     } catch (err) {
       // The document refused OCR (unreadable, over a limit): nothing was recognised, nothing is charged.
-      if (err instanceof ExtractionError) await settle(em, reservationId, 'retrieval_failed');
+      if (err instanceof ExtractionError) await settle(em, reservationId, 'recognition_failed');
       throw err;
     }
     if (!pages) throw new Error(`the ${provider.name} provider answered pages ${batch.join(', ')} incompletely`);

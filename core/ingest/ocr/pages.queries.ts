@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound } from '../../../platform/db/sql.ts';
 import type { PageText } from './provider.ts';
 
-// The SQL of OCR (migration 0029): recognised pages (`ocr_page`, owned by an ingest job or a
+// The SQL of OCR: recognised pages (`ocr_page`, owned by an ingest job or a
 // provider-backed preview) and the previews (`provider_preview`, id = their credit reservation).
 
 export type PreviewStatus = 'running' | 'ready' | 'failed' | 'used' | 'expired';

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound } from '../../../platform/db/sql.ts';
 
-// The statement of the account's lexicon (record_lexicon, migration 0015); which words and in what
+// The statement of the account's lexicon (record_lexicon); which words and in what
 // batches are decided in lexicon.ts.
 
 /** Adds the words the account's lexicon lacks (a word already there is kept). */
