@@ -43,9 +43,8 @@ export async function labelsAfter(em: Em, reach: Reach, kind: LabelKind, after: 
 export async function lockLiveLabels(tx: Em, peerIds: string[], sessionIds: string[]): Promise<{ peers: string[]; sessions: string[] }> {
   const [alive] = await bound<{ peers: string[]; sessions: string[] }>(
     tx,
-    `select (select coalesce(array_agg(id), '{}') from (select id from memory_peer where id = any(?::uuid[]) order by id for share) p) as peers,
-              (select coalesce(array_agg(id), '{}') from (select id from memory_session where id = any(?::uuid[]) order by id for share) s) as sessions`,
-    [peerIds, sessionIds],
+    sql`select (select coalesce(array_agg(id), '{}') from (select id from memory_peer where id = any(${peerIds}::uuid[]) order by id for share) p) as peers,
+              (select coalesce(array_agg(id), '{}') from (select id from memory_session where id = any(${sessionIds}::uuid[]) order by id for share) s) as sessions`,
   );
   return alive!;
 }

@@ -1,7 +1,7 @@
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import type { Reach } from '../auth/principal.ts';
 import { WORKSPACE } from '../contracts/memory.ts';
-import { audienceCondition, bound, inAudiences, sql } from '../../platform/db/sql.ts';
+import { bound, inAudiences, sql, type Sql } from '../../platform/db/sql.ts';
 import { sha256Hex } from '../../platform/hash.ts';
 import { exactTime } from './pagination.ts';
 
@@ -16,9 +16,9 @@ export type MessageRow = {
   created_key: string;
 };
 
-export const MESSAGE_SELECT = `select m.id, s.label as session_label, p.label as peer_label, m.role, m.content, m.agent_id,
+const MESSAGE_SELECT = sql.raw(`select m.id, s.label as session_label, p.label as peer_label, m.role, m.content, m.agent_id,
   m.metadata, m.source_ids, m.event_id, m.position, m.created_at, ${exactTime('m.created_at')} as created_key
-  from memory_message m join memory_session s on s.id = m.session_id join memory_peer p on p.id = m.peer_id`;
+  from memory_message m join memory_session s on s.id = m.session_id join memory_peer p on p.id = m.peer_id`);
 
 /** The statuses of the given ingest jobs (url and file) of the account inside the key's audiences. */
 export async function sourceJobStatuses(em: Em, reach: Reach, ids: string[]) {
@@ -59,7 +59,7 @@ export async function insertWrite(em: Em, w: {
 
 /** A session's available messages inside the key's audiences, in conversation order, after a cursor's key. */
 export async function sessionMessagesAfter(em: Em, reach: Reach, sessionId: string, after: [string, string, number] | undefined, limit: number) {
-  return bound<MessageRow>(em, sql`${sql.raw(MESSAGE_SELECT)} where m.session_id = ${sessionId} and m.available${inAudiences('m.audience', reach.audiences)}
+  return bound<MessageRow>(em, sql`${MESSAGE_SELECT} where m.session_id = ${sessionId} and m.available${inAudiences('m.audience', reach.audiences)}
       ${after ? sql`and (m.created_at, m.event_id, m.position) > (${after[0]}::timestamptz, ${after[1]}::uuid, ${after[2]}::int)` : sql.empty}
     order by m.created_at, m.event_id, m.position limit ${limit}`);
 }
@@ -67,39 +67,25 @@ export async function sessionMessagesAfter(em: Em, reach: Reach, sessionId: stri
 export type MessageWhere = { audiences: Reach['audiences']; peerId?: string; sessionId?: string };
 
 /** Available messages inside the key's audiences, of the peer and/or the session when given. */
-function messageFilters(where: MessageWhere): { filters: string[]; params: unknown[] } {
-  const inReach = audienceCondition('m.audience', where.audiences);
-  const filters = [`m.available${inReach.sql}`];
-  const params: unknown[] = [...inReach.params];
-  if (where.peerId) {
-    filters.push('m.peer_id = ?');
-    params.push(where.peerId);
-  }
-  if (where.sessionId) {
-    filters.push('m.session_id = ?');
-    params.push(where.sessionId);
-  }
-  return { filters, params };
+function messageFilters(where: MessageWhere): Sql {
+  return sql`m.available${inAudiences('m.audience', where.audiences)}${where.peerId ? sql` and m.peer_id = ${where.peerId}` : sql.empty}${
+    where.sessionId ? sql` and m.session_id = ${where.sessionId}` : sql.empty}`;
 }
 
 /** The latest `limit` available messages inside `where`, newest first. */
 export async function latestMessages(tx: Em, where: MessageWhere, limit: number): Promise<MessageRow[]> {
-  const { filters, params } = messageFilters(where);
-  return bound<MessageRow>(
-    tx,
-    `${MESSAGE_SELECT} where ${filters.join(' and ')} order by m.created_at desc, m.event_id desc, m.position desc limit ?`,
-    [...params, limit],
-  );
+  return bound<MessageRow>(tx, sql`${MESSAGE_SELECT} where ${messageFilters(where)}
+    order by m.created_at desc, m.event_id desc, m.position desc limit ${limit}`);
 }
 
 /** Messages by id (no boundary: the ids come from a read that applied it). */
 export async function messagesByIds(tx: Em, ids: string[]): Promise<MessageRow[]> {
-  return bound<MessageRow>(tx, `${MESSAGE_SELECT} where m.id = any(?::uuid[])`, [ids]);
+  return bound<MessageRow>(tx, sql`${MESSAGE_SELECT} where m.id = any(${ids}::uuid[])`);
 }
 
 /** The sessions a peer takes part in (its available messages' and its claims'). */
 export async function peerSessionIds(tx: Em, peerId: string): Promise<string[]> {
-  const rows = await bound<{ id: string }>(tx, `select distinct session_id as id from memory_message where peer_id = ? and available
-     union select session_id from memory_claim where peer_id = ? and session_id is not null`, [peerId, peerId]);
+  const rows = await bound<{ id: string }>(tx, sql`select distinct session_id as id from memory_message where peer_id = ${peerId} and available
+     union select session_id from memory_claim where peer_id = ${peerId} and session_id is not null`);
   return rows.map((r) => r.id);
 }

@@ -178,20 +178,21 @@ const NEAR_WORDS = 5;
  * They only correct the query; what is returned is always found by searching, inside the boundary.
  */
 export async function nearSpellings(em: EntityManager, accountId: string, words: string[]): Promise<Map<string, { lexeme: string; similarity: number }[]>> {
-  const rows = await bound<{ word: string; lexeme: string; similarity: number }>(em, `
-    select t.word, n.lexeme, max(n.sim)::float8 as similarity from unnest(?::text[]) t(word)
+  const near = sql.raw(String(NEAR_WORDS));
+  const rows = await bound<{ word: string; lexeme: string; similarity: number }>(em, sql`
+    select t.word, n.lexeme, max(n.sim)::float8 as similarity from unnest(${words}::text[]) t(word)
     cross join lateral (
       (select x.lexeme, word_similarity(t.word, l.word) as sim
-         from (select l.word from record_lexicon l where l.account_id = ? and t.word <% l.word
-                order by word_similarity(t.word, l.word) desc limit ${NEAR_WORDS}) l
+         from (select l.word from record_lexicon l where l.account_id = ${accountId} and t.word <% l.word
+                order by word_similarity(t.word, l.word) desc limit ${near}) l
          cross join lateral unnest(tsvector_to_array(to_tsvector('english', l.word))) x(lexeme))
       union all
       (select x.lexeme, similarity(t.word, x.lexeme)
-         from (select m.tsv from memory_message m where m.account_id = ? and m.available and t.word <% m.content limit 20) m
+         from (select m.tsv from memory_message m where m.account_id = ${accountId} and m.available and t.word <% m.content limit 20) m
          cross join lateral unnest(tsvector_to_array(m.tsv)) x(lexeme)
         where similarity(t.word, x.lexeme) >= 0.4
-        order by 2 desc limit ${NEAR_WORDS})) n
-    group by t.word, n.lexeme`, [words, accountId, accountId]);
+        order by 2 desc limit ${near})) n
+    group by t.word, n.lexeme`);
   const out = new Map<string, { lexeme: string; similarity: number }[]>();
   for (const r of rows) out.set(r.word, [...(out.get(r.word) ?? []), { lexeme: r.lexeme, similarity: Number(r.similarity) }]);
   return out;
@@ -204,19 +205,18 @@ export async function nearSpellings(em: EntityManager, accountId: string, words:
  */
 export async function fallbackStatistics(em: EntityManager, accountId: string, lexemes: string[]): Promise<Statistics> {
   const [row] = await bound<{ records: string; record_length: string; messages: string; message_length: string; claims: string; claim_length: string; df: Record<string, number> | null }>(em,
-    `select coalesce(s.n, 0)::text as records, coalesce(s.len, 0)::text as record_length,
+    sql`select coalesce(s.n, 0)::text as records, coalesce(s.len, 0)::text as record_length,
             coalesce(v.messages, 0)::text as messages, coalesce(v.message_length, 0)::text as message_length,
             coalesce(v.claims, 0)::text as claims, coalesce(v.claim_length, 0)::text as claim_length,
             (select json_object_agg(l.lex,
                coalesce((select sum(cardinality(t.record_ids)) from record_term t join source so on so.id = t.source_id and so.status = 'active'
-                          where t.account_id = ? and t.lexeme = l.lex collate "C"), 0)
-               + (select count(*) from memory_message m where m.account_id = ? and m.available and m.tsv @@ quote_literal(l.lex)::tsquery)
-               + (select count(*) from memory_claim c where c.account_id = ? and c.state = 'current' and c.eligibility = 'eligible'
+                          where t.account_id = ${accountId} and t.lexeme = l.lex collate "C"), 0)
+               + (select count(*) from memory_message m where m.account_id = ${accountId} and m.available and m.tsv @@ quote_literal(l.lex)::tsquery)
+               + (select count(*) from memory_claim c where c.account_id = ${accountId} and c.state = 'current' and c.eligibility = 'eligible'
                      and c.tsv @@ quote_literal(l.lex)::tsquery))
-               from unnest(?::text[]) l(lex)) as df
-       from (select sum(record_count) as n, sum(record_length) as len from source where account_id = ? and status = 'active') s
-       left join memory_index_version v on v.account_id = ?`,
-    [accountId, accountId, accountId, lexemes, accountId, accountId],
+               from unnest(${lexemes}::text[]) l(lex)) as df
+       from (select sum(record_count) as n, sum(record_length) as len from source where account_id = ${accountId} and status = 'active') s
+       left join memory_index_version v on v.account_id = ${accountId}`,
   );
   const df = row?.df ?? {};
   return {

@@ -23,12 +23,12 @@ export const IMPACT = 'cairn_term_impact(coalesce(array_length(u.positions, 1), 
  * SELECT of record_term rows for the records of `rel`, a relation with columns id, account_id,
  * source_id, tsv and batch (records grouped into one row per lexeme are of one source and one batch).
  */
-export function recordTermRows(rel: string): string {
+export function recordTermRows(rel: Sql): Sql {
   // The two aggregates take each group's rows in the same order, so the arrays stay aligned without
   // sorting each group.
-  return `select r.account_id, r.source_id, u.lexeme, array_agg(r.id), array_agg(${IMPACT})
+  return sql`select r.account_id, r.source_id, u.lexeme, array_agg(r.id), array_agg(${sql.raw(IMPACT)})
     from ${rel} r
-    ${RECORD_LENGTH}
+    ${sql.raw(RECORD_LENGTH)}
     cross join lateral unnest(r.tsv) u
    group by r.account_id, r.source_id, r.batch, u.lexeme`;
 }

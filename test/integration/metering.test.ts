@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../core/auth/accounts.ts';
 import { createApiKey } from '../../core/auth/api-keys.ts';
 import { loadConfig } from '../../platform/config.ts';
-import { bound } from '../../platform/db/sql.ts';
+import { bound, sql } from '../../platform/db/sql.ts';
 import { AppError } from '../../platform/errors.ts';
 import { getBalance, lockBalance, verifyLedger } from '../../core/metering/ledger.ts';
 import { changeLimits } from '../../core/metering/limits.ts';
@@ -95,7 +95,7 @@ describe('credit ledger', () => {
   it('flushLater reserves and settles the same, committing its own transaction asynchronously only', async () => {
     const id = await newAccount({ monthly: 10, onboarding: 0 });
     const reservationId = randomUUID();
-    const setting = (em: typeof db.orm.em) => bound<{ s: string }>(em, "select current_setting('synchronous_commit') as s", []);
+    const setting = (em: typeof db.orm.em) => bound<{ s: string }>(em, sql`select current_setting('synchronous_commit') as s`);
     await db.orm.em.fork().transactional(async (tx) => {
       await reserve(tx, { reservationId, accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 5, consumeQuota: false, flushLater: true });
       expect((await setting(tx))[0]!.s).toBe('off');

@@ -54,17 +54,16 @@ async function copyOf(accountId: string, from = index) {
 /** A query's words as retrieve() searches them (each word's own lexemes, exact). */
 async function wordsOf(text: string): Promise<QueryWord[]> {
   const rows = await bound<{ l: string[] }>(em(),
-    "select tsvector_to_array(to_tsvector('english', w)) as l from unnest(?::text[]) with ordinality x(w, n) order by n", [queryWords(text)]);
+    sql`select tsvector_to_array(to_tsvector('english', w)) as l from unnest(${queryWords(text)}::text[]) with ordinality x(w, n) order by n`);
   return rows.filter((r) => r.l.length).map((r) => r.l.map((lexeme) => ({ lexeme, prefix: false })));
 }
 
 /** BM25 of every searchable document of the account, computed here from the stored vectors. */
 async function reference(accountId: string, words: QueryWord[]): Promise<Map<string, number>> {
-  const docs = await bound<{ id: string; kind: number; tsv: string }>(em(), `
-    select r.id, 0 as kind, r.tsv::text as tsv from record r join source s on s.id = r.source_id where r.account_id = ? and s.status = 'active'
-    union all select id, 1, tsv::text from memory_message where account_id = ? and available
-    union all select id, 2, tsv::text from memory_claim where account_id = ? and state = 'current' and eligibility = 'eligible'`,
-  [accountId, accountId, accountId]);
+  const docs = await bound<{ id: string; kind: number; tsv: string }>(em(), sql`
+    select r.id, 0 as kind, r.tsv::text as tsv from record r join source s on s.id = r.source_id where r.account_id = ${accountId} and s.status = 'active'
+    union all select id, 1, tsv::text from memory_message where account_id = ${accountId} and available
+    union all select id, 2, tsv::text from memory_claim where account_id = ${accountId} and state = 'current' and eligibility = 'eligible'`);
   const parsed = docs.map((d) => ({ ...d, v: parseTsVector(d.tsv) }));
   const n = [0, 0, 0];
   const total = [0, 0, 0];
@@ -240,7 +239,7 @@ describe('conversations', () => {
       expect(support).toBeDefined();
       expect(support!.text).toBe('I went to a support group yesterday, it was powerful.');
     }
-    const rows = await bound<{ tsv: string }>(em(), 'select tsv::text as tsv from memory_message where id = ?', [ids[4]]);
+    const rows = await bound<{ tsv: string }>(em(), sql`select tsv::text as tsv from memory_message where id = ${ids[4]}`);
     expect(rows[0]!.tsv).toMatch(/'carolin'/);
     expect(rows[0]!.tsv).toMatch(/'2023'/);
     expect(rows[0]!.tsv).toMatch(/'may'/);
@@ -257,7 +256,7 @@ describe('conversations', () => {
       expect(both[0]!.supports?.map((m) => m.ref.id)).toEqual([msg.id]);
     }
     // A claim the user corrected cites the correction, not the message: it stands on its own.
-    await bound(em(), "update memory_claim set content = 'Caroline lives in Braga.', authority = 'correction_memory' where id = ?", [claim]);
+    await bound(em(), sql`update memory_claim set content = 'Caroline lives in Braga.', authority = 'correction_memory' where id = ${claim}`);
     const r = await retrieve(em(), boundary(M), 'Porto Braga Caroline', 'accuracy', { index });
     expect(r.ranked.find((c) => c.ref.id === claim)?.supports).toBeUndefined();
     expect(r.ranked.some((c) => c.ref.id === msg.id)).toBe(true);
@@ -275,8 +274,8 @@ describe('freshness', () => {
     expect((await copyOf(A)).recordVersion).toBeGreaterThan(before.records);
 
     const deletion = randomUUID();
-    await bound(em(), `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, source_id)
-      values (?, ?, 'source_deletion', 'queued', ?, ?, ?)`, [deletion, A, deletion, deletion, source]);
+    await bound(em(), sql`insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, source_id)
+      values (${deletion}, ${A}, 'source_deletion', 'queued', ${deletion}, ${deletion}, ${source})`);
     await deleteSourceRecords(em(), deletion);
     const gone = await retrieve(em(), boundary(A), 'quixotic zanzibari ferryman', 'efficient', { index });
     expect(gone.ranked.filter((c) => c.origin.type === 'source' && c.origin.sourceId === source)).toEqual([]);
@@ -296,7 +295,7 @@ describe('freshness', () => {
     // Inside a transaction the version does not move; at commit it does.
     const v0 = (await versions(C)).memory;
     await db.orm.em.fork().transactional(async (tx) => {
-      await bound(tx, `insert into memory_event (id, account_id, kind, status) values (?, ?, 'add_messages', 'succeeded')`, [randomUUID(), C]);
+      await bound(tx, sql`insert into memory_event (id, account_id, kind, status) values (${randomUUID()}, ${C}, 'add_messages', 'succeeded')`);
       expect((await versions(C)).memory).toBe(v0);
     });
     await mem.message(C, { peerId: peer, sessionId: session, content: 'My hives produced forty jars of honey.' });
@@ -306,14 +305,14 @@ describe('freshness', () => {
 
     const claim = await mem.claim(C, { peerId: peer, sessionId: session, content: 'odette keeps bees.' });
     expect(await found('odette keeps')).toContain('odette keeps bees.');
-    await bound(em(), "update memory_claim set content = 'odette keeps wasps.', authority = 'correction_memory' where id = ?", [claim]);
+    await bound(em(), sql`update memory_claim set content = 'odette keeps wasps.', authority = 'correction_memory' where id = ${claim}`);
     expect(await found('odette wasps')).toContain('odette keeps wasps.');
     expect(await found('odette keeps')).not.toContain('odette keeps bees.');
-    await bound(em(), "update memory_claim set state = 'withdrawn' where id = ?", [claim]);
+    await bound(em(), sql`update memory_claim set state = 'withdrawn' where id = ${claim}`);
     expect(await found('odette wasps')).not.toContain('odette keeps wasps.');
 
     const copy = await copyOf(C, own);
-    await bound(em(), 'delete from memory_session where id = ?', [session]);
+    await bound(em(), sql`delete from memory_session where id = ${session}`);
     expect(await found('bees honey')).toEqual([]);
     const after = await copyOf(C, own);
     expect(after).not.toBe(copy); // a deletion starts the copy over
@@ -328,28 +327,28 @@ describe('boundary', () => {
     const copy = await copyOf(A);
     const selected = copy.search({ ...EVERYTHING, sourceIds: new Set([sources[1]!, sources[2]!]) }, words, { limit: 1000, adjacency: true }).hits;
     const owners = async (ids: string[]) =>
-      new Set((await bound<{ s: string }>(em(), 'select distinct source_id as s from record where id = any(?::uuid[])', [ids])).map((r) => r.s));
+      new Set((await bound<{ s: string }>(em(), sql`select distinct source_id as s from record where id = any(${ids}::uuid[])`)).map((r) => r.s));
     expect(selected.length).toBeGreaterThan(0);
     expect(selected.every((h) => h.kind === 0)).toBe(true);
     for (const s of await owners(selected.map((h) => h.id))) expect([sources[1], sources[2]]).toContain(s);
 
-    await bound(em(), "update source set audience = 'ops' where id = ?", [sources[3]]);
+    await bound(em(), sql`update source set audience = 'ops' where id = ${sources[3]}`);
     const ops = (await copyOf(A)).search({ ...EVERYTHING, memory: false, audiences: new Set(['ops']) }, words, { limit: 1000, adjacency: true }).hits;
     expect(ops.length).toBeGreaterThan(0);
     expect(await owners(ops.map((h) => h.id))).toEqual(new Set([sources[3]]));
-    await bound(em(), 'update source set audience = null where id = ?', [sources[3]]);
+    await bound(em(), sql`update source set audience = null where id = ${sources[3]}`);
 
     const c0 = set.conversations[0]!;
-    const [p] = await bound<{ id: string }>(em(), 'select id from memory_peer where account_id = ? and label = ?', [A, c0.peer]);
+    const [p] = await bound<{ id: string }>(em(), sql`select id from memory_peer where account_id = ${A} and label = ${c0.peer}`);
     const people = await wordsOf(set.conversations.slice(0, 10).map((c) => c.messages.join(' ')).join(' '));
     const onePeer = copy.search({ ...EVERYTHING, records: false, peerIds: new Set([p!.id]) }, people, { limit: 1000, adjacency: true }).hits;
     expect(onePeer.length).toBeGreaterThan(0);
-    const peersOf = new Set((await bound<{ p: string }>(em(), `select peer_id as p from memory_message where id = any(?::uuid[])
-      union select peer_id from memory_claim where id = any(?::uuid[])`, [onePeer.map((h) => h.id), onePeer.map((h) => h.id)])).map((r) => r.p));
+    const peersOf = new Set((await bound<{ p: string }>(em(), sql`select peer_id as p from memory_message where id = any(${onePeer.map((h) => h.id)}::uuid[])
+      union select peer_id from memory_claim where id = any(${onePeer.map((h) => h.id)}::uuid[])`)).map((r) => r.p));
     expect(peersOf).toEqual(new Set([p!.id]));
     expect(copy.search({ ...EVERYTHING, agentId: 'nobody' }, people, { limit: 10, adjacency: true }).hits.every((h) => h.kind === 0)).toBe(true);
 
-    const own = new Set((await bound<{ id: string }>(em(), 'select id from record where account_id = ?', [B2])).map((r) => r.id));
+    const own = new Set((await bound<{ id: string }>(em(), sql`select id from record where account_id = ${B2}`)).map((r) => r.id));
     const b = (await copyOf(B2)).search(EVERYTHING, words, { limit: 1000, adjacency: true }).hits;
     expect(b.length).toBeGreaterThan(0);
     for (const h of b) expect(own.has(h.id)).toBe(true);
@@ -368,7 +367,7 @@ describe('queries while the copy is being refreshed', () => {
       // Change the account (one source in, one out), then query while the refresh runs.
       added.push(await ingest(C, set.documents[10 + round]!.text, set.documents[10 + round]!.filename));
       const gone = added.shift()!;
-      await bound(em(), "update source set status = 'quarantined' where id = ?", [gone]);
+      await bound(em(), sql`update source set status = 'quarantined' where id = ${gone}`);
       const refresh = own.warm(C);
       const during = await Promise.all(questions.map((q) => retrieve(em(), boundary(C), q, 'accuracy', { index: own })));
       await refresh;
@@ -392,7 +391,7 @@ describe('fetching the ranked records', () => {
     const question = set.questions[0]!.question;
     const top = (await copyOf(D, own)).search(EVERYTHING, await wordsOf(question), { limit: 120, adjacency: false }).hits;
     expect(top.length).toBeGreaterThan(20);
-    const where = new Map((await bound<{ id: string; t: string }>(em(), 'select id, ctid::text as t from record where id = any(?::uuid[])', [top.map((h) => h.id)]))
+    const where = new Map((await bound<{ id: string; t: string }>(em(), sql`select id, ctid::text as t from record where id = any(${top.map((h) => h.id)}::uuid[])`))
       .map((r) => [r.id, `"${r.t}"`]));
     expect(top.map((h) => h.tid)).toEqual(top.map((h) => where.get(h.id)));
 
@@ -401,8 +400,8 @@ describe('fetching the ranked records', () => {
     // New row versions elsewhere (as VACUUM FULL or CLUSTER would move them); the copy still holds the
     // old places at the same version, so every third record is not where it is looked for.
     const moved = top.filter((_, i) => i % 3 === 0).map((h) => h.id);
-    await bound(em(), 'update record set text = text where id = any(?::uuid[])', [moved]);
-    const after = new Map((await bound<{ id: string; t: string }>(em(), 'select id, ctid::text as t from record where id = any(?::uuid[])', [moved]))
+    await bound(em(), sql`update record set text = text where id = any(${moved}::uuid[])`);
+    const after = new Map((await bound<{ id: string; t: string }>(em(), sql`select id, ctid::text as t from record where id = any(${moved}::uuid[])`))
       .map((r) => [r.id, `"${r.t}"`]));
     for (const id of moved) expect(after.get(id)).not.toBe(where.get(id));
     expect(await ids()).toEqual(before);
@@ -440,15 +439,15 @@ describe('migration 0022', () => {
       const m = new Migration0022SearchStatistics(null as never, null as never);
       m[step]();
       await db.orm.em.fork().transactional(async (tx) => {
-        for (const q of m.getQueries()) await bound(tx, String(q).replace(/;\s*$/, ''), []);
+        for (const q of m.getQueries()) await bound(tx, sql.raw(String(q).replace(/;\s*$/, '')));
       });
     };
     const lexemes = ['harbour', 'survey', 'live', 'bee'];
     const before = await fallbackStatistics(em(), A, lexemes);
-    const vectors = () => bound<{ id: string; tsv: string }>(em(), 'select id, tsv::text as tsv from memory_message where account_id = ? order by id', [A]);
+    const vectors = () => bound<{ id: string; tsv: string }>(em(), sql`select id, tsv::text as tsv from memory_message where account_id = ${A} order by id`);
     const stored = await vectors();
     await run('down');
-    expect((await bound<{ n: string }>(em(), "select count(*) as n from pg_proc where proname = 'cairn_tsv_length'", []))[0]!.n).toBe('0');
+    expect((await bound<{ n: string }>(em(), sql`select count(*) as n from pg_proc where proname = 'cairn_tsv_length'`))[0]!.n).toBe('0');
     await run('up');
     const after = await fallbackStatistics(em(), A, lexemes);
     expect([after.docs, after.length, lexemes.map(after.df)]).toEqual([before.docs, before.length, lexemes.map(before.df)]);
