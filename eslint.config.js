@@ -103,6 +103,18 @@ export default tseslint.config(
   },
   ...layerRules,
   {
+    // SQL text only in platform/db and the *.queries.ts modules: elsewhere no statement can be written
+    // or run (platform/db/sql.ts's header). bound/changed/prepared take only the tag's Sql.
+    files: [`{${TOP.join(',')}}/**/*.ts`],
+    ignores: ['platform/db/**', '**/*.queries.ts', 'test/**', 'bench/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{
+        group: ['**/platform/db/sql.ts'], importNames: ['sql', 'bound', 'changed', 'prepared'],
+        message: 'Statements live in platform/db and *.queries.ts modules; call a function of one.',
+      }] }],
+    },
+  },
+  {
     // The database layer itself: the one place that holds connections (it is platform's, minus pg).
     files: ['platform/db/**/*.ts'],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [...forbiddenBy(LAYERS.at(-1)), NO_TEST_TOOLING] }] },

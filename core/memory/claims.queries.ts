@@ -2,7 +2,7 @@ import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import type { Reach } from '../auth/principal.ts';
 import type { Claim } from '../contracts/memory.ts';
 import { bound, inAudiences, sql } from '../../platform/db/sql.ts';
-import { exactTime } from './pagination.ts';
+import { exactTime } from './messages.queries.ts';
 
 // The claim statements (memory_claim, memory_claim_history): reads by id, page, rank and peer, the
 // guarded changes and their history, and the batch commit's inserts. The rules are in claims.ts and

@@ -3,10 +3,16 @@ import type { Reach } from '../auth/principal.ts';
 import { WORKSPACE } from '../contracts/memory.ts';
 import { bound, inAudiences, sql, type Sql } from '../../platform/db/sql.ts';
 import { sha256Hex } from '../../platform/hash.ts';
-import { exactTime } from './pagination.ts';
 
 // The message write and read statements (memory_event, memory_message, cairn_add_messages); the rules
 // are in messages.ts and context.ts.
+
+/**
+ * A timestamp column as ISO 8601 text with PostgreSQL's full precision (microseconds), for cursors: a
+ * JavaScript Date keeps milliseconds only, and a cursor cut to milliseconds skips the rows of the same
+ * millisecond that sort after it.
+ */
+export const exactTime = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 export type MessageRow = {
   id: string; session_label: string; peer_label: string; role: 'user' | 'assistant' | 'system' | 'tool'; content: string;

@@ -60,7 +60,7 @@ type Work = { assembled: Assembled; retrieval: Retrieval | null; answer: AnswerO
 
 /**
  * POST /v1/query, POST /v1/account/answers/query and the query_context MCP tool: authorize, claim the
- * idempotency key with the credits and the analysis (operations.ts CLAIM_AND_ANALYSE), then either
+ * idempotency key with the credits and the analysis (operations.queries.ts claimAndAnalyse), then either
  * replay the stored result, or do the work (retrieval once, the mode's output) metered and finish
  * (store the result and headers an exact retry gets back). A failed query releases its key.
  */

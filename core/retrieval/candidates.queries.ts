@@ -3,6 +3,7 @@ import { NEIGHBOURS, type Statistics } from './bm25.ts';
 import { bound, prepared, sql, type Sql } from '../../platform/db/sql.ts';
 import type { Boundary } from './boundary.ts';
 import { recordTermHit, type TermMatch } from './terms.queries.ts';
+import { memoryVersion, recordVersion } from './search-index.queries.ts';
 
 /**
  * What retrieval reads from PostgreSQL, each statement confined to the boundary (account, active
@@ -227,6 +228,16 @@ export async function fallbackStatistics(em: EntityManager, accountId: string, l
 }
 
 /** The row of a query's analysis (its words, statistics and index versions): one named statement of its columns. */
+/**
+ * The select list of a query's analysis (retrieve.ts, Analysis): the account's index versions and the
+ * lexemes of each word (`wl`, in the words' order).
+ */
+export function analysisColumns(accountId: string, words: string[]): Sql {
+  return sql`${recordVersion(accountId)} as record_version, ${memoryVersion(accountId)} as memory_version,
+            (select json_agg(tsvector_to_array(to_tsvector('english', w.word)) order by w.n)
+               from unnest(${words}::text[]) with ordinality w(word, n)) as wl`;
+}
+
 export async function analysisRow(em: EntityManager, columns: Sql): Promise<Record<string, unknown>> {
   return (await prepared<Record<string, unknown>>(em, sql`select ${columns}`))[0] ?? {};
 }

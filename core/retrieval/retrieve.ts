@@ -1,13 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql, type Sql } from '../../platform/db/sql.ts';
+import type { Sql } from '../../platform/db/sql.ts';
 import { AccountIndex, type Filter, type Hit, type QueryWord, type SearchResult } from './account-index.ts';
 import { CLAIM, MESSAGE, RECORD } from './bm25.ts';
 import type { Boundary } from './boundary.ts';
 import { candidateDoc, fallbackCandidates, fetchCandidates, fetchHits, type Candidate } from './candidates.ts';
-import { analysisRow, fallbackStatistics, nearSpellings } from './candidates.queries.ts';
+import { analysisColumns, analysisRow, fallbackStatistics, nearSpellings } from './candidates.queries.ts';
 import { rank, type Ranked, type Scored, type Strategy } from './ranking.ts';
 import type { SearchIndex } from './search-index.ts';
-import { memoryVersion, recordVersion } from './search-index.queries.ts';
 import { isStopWord, words } from './text.ts';
 
 /**
@@ -69,7 +68,7 @@ type Analyzed = { lexemes: string[]; versions: { records: number; memory: number
 /**
  * What a query's retrieval reads first, as the columns of one select list: the account's index
  * versions and each query word's lexemes. A query selects them in the statement that claims its
- * operation (core/query/operations.ts, CLAIM_AND_ANALYSE), sparing a round trip; otherwise retrieve()
+ * operation (core/query/operations.queries.ts, claimAndAnalyse), sparing a round trip; otherwise retrieve()
  * selects them on their own. Null when the query has no words to search for.
  */
 export type Analysis = { columns: Sql; read(row: Record<string, unknown>): Analyzed };
@@ -78,9 +77,7 @@ export function analysis(boundary: Boundary, query: string | undefined, strategy
   const ws = query ? queryWords(query) : [];
   if (!query || ws.length === 0) return null;
   return {
-    columns: sql`${recordVersion(boundary.accountId)} as record_version, ${memoryVersion(boundary.accountId)} as memory_version,
-            (select json_agg(tsvector_to_array(to_tsvector('english', w.word)) order by w.n)
-               from unnest(${ws}::text[]) with ordinality w(word, n)) as wl`,
+    columns: analysisColumns(boundary.accountId, ws),
     read(row) {
       const wl = (row.wl as string[][] | null) ?? [];
       const searched = ws.flatMap((w, i) => (wl[i]?.length ? [{ text: w, terms: wl[i]!.map((lexeme) => ({ lexeme, prefix: asPrefix(w, plan.expand) })) }] : []));

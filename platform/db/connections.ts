@@ -14,6 +14,11 @@ export function dedicatedConnection(url: string, opts: { connectTimeoutMs?: numb
   return new pg.Client({ connectionString: url, ...(opts.connectTimeoutMs ? { connectionTimeoutMillis: opts.connectTimeoutMs } : {}) });
 }
 
+/** LISTEN on a dedicated connection (`channel` from code): notifications arrive as its 'notification' events. */
+export async function listen(client: DedicatedConnection, channel: string): Promise<void> {
+  await client.query(`listen ${channel}`);
+}
+
 /** A pool of its own, for a library that takes a node-postgres pool (the rate limiter's). */
 export function dedicatedPool(url: string, opts: { max: number; options?: string }): pg.Pool {
   return new pg.Pool({ connectionString: url, max: opts.max, ...(opts.options ? { options: opts.options } : {}) });
