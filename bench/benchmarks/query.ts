@@ -53,7 +53,7 @@ async function ingestDocument(em: EntityManager, accountId: string, filename: st
   await bound(em, sql`insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, filename, content_type, dated_at)
     values (${id}, ${accountId}, 'file', 'queued', ${id}, ${id}, ${filename}, 'text/markdown', current_date)`);
   await bound(em, sql`insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (${id}, ${accountId}, ${bytes}, ${hash(text)}, ${bytes.byteLength}, 'text/markdown')`);
-  await buildSourceRecords(em, extraction, id, null);
+  await buildSourceRecords(em, extraction, { jobId: id, fetch: null });
   return id;
 }
 

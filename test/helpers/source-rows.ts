@@ -23,7 +23,7 @@ export async function ingestUpload(
   await bound(em, sql`insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, filename, content_type, dated_at)
     values (${id}, ${accountId}, 'file', 'queued', ${id}, ${id}, ${file.filename}, ${file.contentType}, current_date)`);
   await bound(em, sql`insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (${id}, ${accountId}, ${file.bytes}, ${createHash('sha256').update(file.bytes).digest('hex')}, ${file.bytes.byteLength}, ${file.contentType})`);
-  const result = await buildSourceRecords(em, extraction, id, null);
+  const result = await buildSourceRecords(em, extraction, { jobId: id, fetch: null });
   if (result.status === 'needs_ocr') throw new Error(`pages ${result.pages.join(', ')} need OCR`);
   return { id, result };
 }
