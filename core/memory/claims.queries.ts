@@ -77,7 +77,8 @@ export function anyWordQuery(text: string): string | null {
 const ELIGIBLE = sql.raw("and c.eligibility = 'eligible'");
 
 /** Current claims of a peer ranked against a query; `eligibleOnly` for context (never pending ones). */
-export async function rankClaims(em: Em, peerId: string, query: string, limit: number, eligibleOnly: boolean): Promise<ClaimRow[]> {
+export async function rankClaims(em: Em, peerId: string, r: { query: string; limit: number; eligibleOnly: boolean }): Promise<ClaimRow[]> {
+  const { query, limit, eligibleOnly } = r;
   const tsq = anyWordQuery(query);
   return bound<ClaimRow>(em, sql`select * from (
        select (coalesce(ts_rank_cd(c.tsv, to_tsquery('english', ${tsq ?? ''})), 0) + similarity(c.content, ${query}))::float8 as score,
@@ -88,7 +89,8 @@ export async function rankClaims(em: Em, peerId: string, query: string, limit: n
 }
 
 /** All claims of a peer in the given states, newest first. */
-export async function peerClaims(em: Em, peerId: string, states: Claim['state'][], eligibleOnly: boolean, limit = 200): Promise<ClaimRow[]> {
+export async function peerClaims(em: Em, peerId: string, f: { states: Claim['state'][]; eligibleOnly: boolean; limit: number }): Promise<ClaimRow[]> {
+  const { states, eligibleOnly, limit } = f;
   return bound<ClaimRow>(em, sql`${CLAIM_SELECT} where c.peer_id = ${peerId} and c.state = any(${states}::text[]) ${eligibleOnly ? ELIGIBLE : sql.empty}
       order by c.created_at desc, c.id desc limit ${limit}`);
 }

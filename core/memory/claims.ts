@@ -88,7 +88,7 @@ export async function listClaims(em: Em, reach: Reach, req: ClaimsListRequest) {
 export async function queryClaims(em: Em, reach: Reach, req: { peer_id: string; query: string; limit: number }) {
   // A peer's claims carry the peer's audience: reaching the peer is reaching its claims.
   const peer = await requireLabel(em, reach, 'peer', req.peer_id);
-  const rows = await rankClaims(em, peer.id, req.query, req.limit, false);
+  const rows = await rankClaims(em, peer.id, { query: req.query, limit: req.limit, eligibleOnly: false });
   return {
     schemaVersion: 'service-memory-page-v1' as const,
     items: rows.map((r) => ({ ...claimRecord(r), score: Number(r.score ?? 0) })),

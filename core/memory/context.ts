@@ -160,7 +160,7 @@ export async function peerContext(em: Em, index: SearchIndex | undefined, reach:
       const r = await rankMemory(tx, index, reach, session ? [session.id] : await peerSessionIds(tx, peer.id), opts.q, CONTEXT_RANKED);
       return contextResponse(peer, session, opts.q, r.claims, r.messages, r.evidence);
     }
-    const claims = await peerClaims(tx, peer.id, ['current'], true, CONTEXT_CLAIMS);
+    const claims = await peerClaims(tx, peer.id, { states: ['current'], eligibleOnly: true, limit: CONTEXT_CLAIMS });
     return contextResponse(peer, session, null, claims, await recentMessages(tx, { audiences: reach.audiences, peerId: peer.id, sessionId: session?.id }), []);
   });
 }
@@ -174,7 +174,7 @@ export async function sessionContext(em: Em, index: SearchIndex | undefined, rea
       const r = await rankMemory(tx, index, reach, [session.id], opts.q, CONTEXT_RANKED);
       return contextResponse(peer, session, opts.q, r.claims, r.messages, r.evidence);
     }
-    const claims = await peerClaims(tx, peer.id, ['current'], true, CONTEXT_CLAIMS);
+    const claims = await peerClaims(tx, peer.id, { states: ['current'], eligibleOnly: true, limit: CONTEXT_CLAIMS });
     return contextResponse(peer, session, null, claims, await recentMessages(tx, { audiences: reach.audiences, sessionId: session.id }), []);
   });
 }
@@ -183,8 +183,8 @@ export async function sessionContext(em: Em, index: SearchIndex | undefined, rea
 export async function peerRepresentation(em: Em, reach: Reach, peerLabel: string) {
   return snapshot(em, async (tx) => {
     const peer = await requireLabel(tx, reach, 'peer', peerLabel);
-    const current = (await peerClaims(tx, peer.id, ['current'], false, 1000)).map(claimRecord);
-    const pending = (await peerClaims(tx, peer.id, ['pending_review'], false, 200)).map(claimRecord);
+    const current = (await peerClaims(tx, peer.id, { states: ['current'], eligibleOnly: false, limit: 1000 })).map(claimRecord);
+    const pending = (await peerClaims(tx, peer.id, { states: ['pending_review'], eligibleOnly: false, limit: 200 })).map(claimRecord);
     const conflicts = conflictsOf(current);
     return {
       schemaVersion: 'service-memory-representation-v1' as const,

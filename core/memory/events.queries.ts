@@ -65,7 +65,8 @@ export async function beginBatch(em: Em, batchId: string, eventIds: string[]): P
      select * from begun order by created_at, id`);
 }
 
-export async function finishEvents(tx: Em, eventIds: string[], status: 'succeeded' | 'failed', outcome: Record<string, unknown> | null, failure: string | null) {
+export async function finishEvents(tx: Em, eventIds: string[], end: { status: 'succeeded' | 'failed'; outcome: Record<string, unknown> | null; failure: string | null }) {
+  const { status, outcome, failure } = end;
   await bound(
     tx,
     sql`update memory_event set status = ${status}, completed_at = now(), outcome = ${outcome ? JSON.stringify(outcome) : null}::jsonb, failure = ${failure ? JSON.stringify({ message: failure }) : null}::jsonb

@@ -40,7 +40,7 @@ export async function upsertLabel(em: Em, reach: Reach, kind: LabelKind, label: 
 }
 
 export async function findLabel(em: Em, reach: Reach, kind: LabelKind, label: string, lock = false): Promise<LabelRow | undefined> {
-  return labelInReach(em, reach, kind, label, lock);
+  return labelInReach(em, reach, kind, { label, lock });
 }
 
 /**
@@ -56,6 +56,6 @@ export async function requireLabel(em: Em, reach: Reach, kind: LabelKind, label:
 /** Labels in label order, keyset-paginated by label. */
 export async function listLabels(em: Em, reach: Reach, kind: LabelKind, p: { limit: number; cursor?: string }) {
   const after = decodeCursor(p.cursor, 1)?.[0] as string | undefined;
-  const rows = await labelsAfter(em, reach, kind, after, p.limit + 1);
+  const rows = await labelsAfter(em, reach, kind, { after, limit: p.limit + 1 });
   return page(rows, p.limit, (r) => [r.label], labelItem);
 }

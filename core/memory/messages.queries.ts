@@ -64,7 +64,8 @@ export async function insertWrite(em: Em, w: {
 }
 
 /** A session's available messages inside the key's audiences, in conversation order, after a cursor's key. */
-export async function sessionMessagesAfter(em: Em, reach: Reach, sessionId: string, after: [string, string, number] | undefined, limit: number) {
+export async function sessionMessagesAfter(em: Em, reach: Reach, sessionId: string, page: { after: [string, string, number] | undefined; limit: number }) {
+  const { after, limit } = page;
   return bound<MessageRow>(em, sql`${MESSAGE_SELECT} where m.session_id = ${sessionId} and m.available${inAudiences('m.audience', reach.audiences)}
       ${after ? sql`and (m.created_at, m.event_id, m.position) > (${after[0]}::timestamptz, ${after[1]}::uuid, ${after[2]}::int)` : sql.empty}
     order by m.created_at, m.event_id, m.position limit ${limit}`);

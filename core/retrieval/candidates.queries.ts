@@ -134,8 +134,9 @@ const STATEMENT: Record<Table, (b: Boundary, m: Match, limit: number) => Sql> = 
  * The records of a by-ctid fetch that were not where the index saw them (moved by VACUUM FULL or
  * CLUSTER), by id. Rows the boundary excludes are missing too and stay so: nothing is found for them.
  */
-async function movedRecords(em: EntityManager, b: Boundary, m: Extract<Match, { type: 'scored' }>, found: Row[], limit: number): Promise<Row[]> {
-  const have = new Set(found.map((r) => r.id));
+async function movedRecords(em: EntityManager, b: Boundary, m: Extract<Match, { type: 'scored' }>, found: { rows: Row[]; limit: number }): Promise<Row[]> {
+  const have = new Set(found.rows.map((r) => r.id));
+  const limit = found.limit;
   const at = m.ids.flatMap((id, i) => (have.has(id) ? [] : [i]));
   // The same statement by id: the same vector form, the missing ids and their scores.
   const { tids: _, ...byId } = m;
@@ -143,11 +144,12 @@ async function movedRecords(em: EntityManager, b: Boundary, m: Extract<Match, { 
 }
 
 /** The best `limit` rows of one table matching `m` inside the boundary. */
-export async function candidateRows(em: EntityManager, b: Boundary, m: Match, limit: number, table: Table): Promise<Row[]> {
+export async function candidateRows(em: EntityManager, b: Boundary, m: Match, of: { limit: number; table: Table }): Promise<Row[]> {
+  const { limit, table } = of;
   // The hot path's statements (documents a ranking named) take a few forms and are prepared; the
   // other statements are occasional.
   let rows = await (m.type === 'scored' || m.type === 'ids' ? prepared<Row> : bound<Row>)(em, STATEMENT[table](b, m, limit));
-  if (m.type === 'scored' && m.tids && rows.length < m.ids.length) rows = rows.concat(await movedRecords(em, b, m, rows, limit));
+  if (m.type === 'scored' && m.tids && rows.length < m.ids.length) rows = rows.concat(await movedRecords(em, b, m, { rows, limit }));
   return rows;
 }
 

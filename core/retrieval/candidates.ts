@@ -98,7 +98,7 @@ export async function fetchCandidates(em: EntityManager, b: Boundary, m: Match, 
   const jobs: Promise<Candidate[]>[] = [];
   // Records ranked by an index were found by full text, as the SQL path finds them.
   const via: Via = m.type === 'scored' ? 'fts' : m.type;
-  const run = (table: Table, map: (r: Row, via: Via) => Candidate) => candidateRows(em, b, m, limit, table).then((rows) => rows.map((r) => map(r, via)));
+  const run = (table: Table, map: (r: Row, via: Via) => Candidate) => candidateRows(em, b, m, { limit, table }).then((rows) => rows.map((r) => map(r, via)));
   if (want.records && b.includeSources) jobs.push(run('records', toRecord));
   if (want.messages && b.includeMemory) jobs.push(run('messages', toMessage));
   if (want.claims && b.includeMemory) jobs.push(run('claims', toClaim));

@@ -84,9 +84,10 @@ export async function upsertSource(tx: EntityManager, s: {
  * of the retrieval impact index (record_term, core/retrieval/terms.queries.ts) from the stored tsvectors, and
  * the batch's count and length to its source's totals (retrieval's statistics; docs/schema.sql).
  */
-export async function insertRecords(
-  tx: EntityManager, accountId: string, sourceId: string, rows: RecordRow[], vectors: { model: string; byRecord: Map<string, string | null> } | null,
-): Promise<void> {
+export async function insertRecords(tx: EntityManager, batch: {
+  accountId: string; sourceId: string; rows: RecordRow[]; vectors: { model: string; byRecord: Map<string, string | null> } | null;
+}): Promise<void> {
+  const { accountId, sourceId, rows, vectors } = batch;
   const paths: string[][] = [];
   const pathIndex = new Map<string, number>();
   const col = <K extends keyof RecordRow>(k: K) => rows.map((r) => r[k]);

@@ -98,7 +98,7 @@ export async function buildSourceRecords(em: EntityManager, pool: ExtractionPool
     await writeLongText(tx, 'source', 'text', jobId, source.text);
     await deleteRecords(tx, jobId);
     for (let i = 0; i < source.rows.length; i += RECORD_BATCH) {
-      await insertRecords(tx, job.account_id, jobId, source.rows.slice(i, i + RECORD_BATCH), vectors);
+      await insertRecords(tx, { accountId: job.account_id, sourceId: jobId, rows: source.rows.slice(i, i + RECORD_BATCH), vectors });
     }
     // The job ends in the same transaction as its records: no window where records exist for a queued job.
     await endBuiltJob(tx, jobId, {
