@@ -84,7 +84,7 @@ async function measureQuality(orm: Orm, index: SearchIndex, accountId: string, q
   const perKind = new Map<string, Quality & { n: number }>();
   const total = { recall5: 0, recall10: 0, mrr: 0 };
   for (const q of questions) {
-    const r = await retrieve(orm.em.fork(), boundaryOf(accountId), q.question, strategy, { index });
+    const r = await retrieve(orm.em.fork(), boundaryOf(accountId), { query: q.question, strategy }, { index });
     const top = r.ranked.slice(0, EVIDENCE_LIMIT);
     const at = top.findIndex((c) => c.text.includes(q.answer));
     const hit = { recall5: at >= 0 && at < 5 ? 1 : 0, recall10: at >= 0 ? 1 : 0, mrr: at >= 0 ? 1 / (at + 1) : 0 };
@@ -230,7 +230,7 @@ export const query: Benchmark = {
     const indexMb = api.searchIndex.usage().bytes / 1048576;
     ctx.log(`in-memory index loaded in ${indexLoadMs.toFixed(0)} ms, ${indexMb.toFixed(0)} MB held`);
     const inProcess = (strategy: Strategy) => (i: number) =>
-      retrieve(l.orm.em.fork(), boundaryOf(la.id), LATENCY_QUERIES[i % LATENCY_QUERIES.length], strategy, { index: api.searchIndex });
+      retrieve(l.orm.em.fork(), boundaryOf(la.id), { query: LATENCY_QUERIES[i % LATENCY_QUERIES.length], strategy }, { index: api.searchIndex });
 
     const orQuery = (q: string) => q.split(' ').join(' | ');
     const floorQuery = (i: number) => bound(l.orm.em.fork(),

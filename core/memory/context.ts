@@ -131,7 +131,7 @@ async function rankMemory(tx: Em, { index, reach }: Reader, sessionIds: string[]
     accountId: reach.accountId, audiences: reach.audiences ? [...reach.audiences] : null, includeSources: false, includeMemory: true,
     sourceIds: null, peerIds: null, sessionIds, agentId: null,
   };
-  const ranked = (await retrieve(tx, boundary, query, 'accuracy', index ? { index } : {})).ranked.slice(0, limit);
+  const ranked = (await retrieve(tx, boundary, { query, strategy: 'accuracy' }, index ? { index } : {})).ranked.slice(0, limit);
   const claimIds = ranked.filter((e) => e.kind === 'claim').map((e) => e.ref.id);
   const messageIds = ranked.filter((e) => e.kind === 'message').map((e) => e.ref.id);
   const [claims, messages] = await Promise.all([

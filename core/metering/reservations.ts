@@ -127,10 +127,9 @@ export async function settle(
   em: EntityManager,
   reservationId: string,
   outcome: Outcome,
-  providerCostUsed = 0,
-  now = new Date(),
-  flushLater = false,
+  opts: { providerCostUsed?: number; now?: Date; flushLater?: boolean } = {},
 ): Promise<Settled> {
+  const { providerCostUsed = 0, now = new Date(), flushLater = false } = opts;
   const provider = Math.max(0, Math.floor(providerCostUsed));
   const call = { fn: 'cairn_settle' as const, args: [reservationId, outcome, provider, now], flushLater };
   const r = await callRenewing<SettleRow>(em, call, (row) => row.r_account, now);

@@ -121,7 +121,7 @@ async function work(deps: QueryDeps, asked: Asked, analyzed?: { analysis: Analys
   const { req, preset, boundary } = asked;
   const retrieval = req.citationHandle
     ? await citationLookup(deps, boundary, req.citationHandle)
-    : await retrieve(deps.em, boundary, req.query, preset, { index: deps.searchIndex, ...(analyzed ? { analyzed } : {}) });
+    : await retrieve(deps.em, boundary, { query: req.query, strategy: preset }, { index: deps.searchIndex, ...(analyzed ? { analyzed } : {}) });
   try {
     const key = await deps.citations.key(deps.em);
     const claimIds = retrieval.ranked.flatMap((c) => (c.ref.table === 'claim' ? [c.ref.id] : []));

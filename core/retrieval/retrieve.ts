@@ -111,8 +111,8 @@ type Searched = { found: SearchResult; scored: number; candidate: (id: string) =
  * the messages among them, indexed and ranked by the same code as the copy, with the account's
  * statistics counted by PostgreSQL.
  */
-async function fallback(em: EntityManager, b: Boundary, a: Analyzed, ws: QueryWord[], plan: Plan): Promise<Searched> {
-  const cands = await fallbackCandidates(em, b, ws, a.text, plan.candidates, plan.adjacency);
+async function fallback(em: EntityManager, b: Boundary, ws: QueryWord[], { analyzed: a, plan }: { analyzed: Analyzed; plan: Plan }): Promise<Searched> {
+  const cands = await fallbackCandidates(em, b, { words: ws, texts: a.text, limit: plan.candidates, adjacency: plan.adjacency });
   const byId = new Map(cands.map((c) => [c.ref.id, c]));
   const index = new AccountIndex();
   index.add(cands.map((c) => ({ kind: KIND[c.ref.table], doc: candidateDoc(c) })));
@@ -124,7 +124,7 @@ async function fallback(em: EntityManager, b: Boundary, a: Analyzed, ws: QueryWo
 }
 
 /** The hits of the in-memory copy, fetched from PostgreSQL (the boundary applied again there). */
-async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, ws: QueryWord[], plan: Plan, semantic?: Float32Array): Promise<Searched> {
+async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, { ws, plan, semantic }: { ws: QueryWord[]; plan: Plan; semantic?: Float32Array }): Promise<Searched> {
   const found = index.search(filterOf(b), ws, { limit: FETCH_LIMIT, adjacency: plan.adjacency, ...(semantic ? { semantic } : {}) });
   const fetched = await fetchHits(em, b, found.hits);
   return { found, scored: found.hits.length, candidate: (id) => fetched.get(id) };
@@ -133,8 +133,7 @@ async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, ws:
 export async function retrieve(
   em: EntityManager,
   boundary: Boundary,
-  query: string | undefined,
-  strategy: Strategy,
+  { query, strategy }: { query: string | undefined; strategy: Strategy },
   /**
    * `analyzed`: an analysis(boundary, query, strategy) and the row of a statement that selected its
    * columns. `plan`: another plan than the strategy's (the recall benchmark's ablation).
@@ -146,7 +145,7 @@ export async function retrieve(
   const reading = opts.analyzed?.analysis ?? analysis(boundary, query, strategy, plan);
   if (!query || !reading) {
     // Scoped context without a query (or a query of stop words only): the most recent content in scope.
-    const cands = query ? [] : await fetchCandidates(em, boundary, { type: 'recent' }, plan.candidates);
+    const cands = query ? [] : await fetchCandidates(em, boundary, { type: 'recent' }, { limit: plan.candidates });
     const ranked = rank(cands.map((c) => ({ cand: c, score: 1 })), strategy);
     return { ranked, semantic: 'off', candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
   }
@@ -157,7 +156,7 @@ export async function retrieve(
   const vector = embedder ? embedder.embed([query]).then(([v]) => v, () => undefined) : Promise.resolve(undefined);
   const copy = opts.index ? await opts.index.current(boundary.accountId, a.versions) : null;
   const semantic = copy ? await vector : undefined;
-  const search = (ws: QueryWord[]) => (copy ? fromCopy(em, boundary, copy, ws, plan, semantic) : fallback(em, boundary, a, ws, plan));
+  const search = (ws: QueryWord[]) => (copy ? fromCopy(em, boundary, copy, { ws, plan, semantic }) : fallback(em, boundary, ws, { analyzed: a, plan }));
   let result = await search(a.words);
   const matched = new Set(a.words.flatMap((w, i) => w.filter((_, j) => result.found.matched[i]![j]).map((t) => t.lexeme)));
   const unmatched = a.lexemes.filter((l) => !matched.has(l));

@@ -102,7 +102,7 @@ describe('credit ledger', () => {
     });
     // Local to that transaction: the pooled connections keep synchronous commits.
     for (let i = 0; i < 3; i++) expect((await setting(db.orm.em.fork()))[0]!.s).toBe('on');
-    const s = await settle(db.orm.em.fork(), reservationId, 'completed', 2, undefined, true);
+    const s = await settle(db.orm.em.fork(), reservationId, 'completed', { providerCostUsed: 2, flushLater: true });
     expect({ charged: s.charged, refunded: s.refunded }).toEqual({ charged: 3, refunded: 3 });
     expect((await getBalance(db.orm.em.fork(), id)).monthly).toBe(7);
     expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
@@ -113,8 +113,8 @@ describe('credit ledger', () => {
     const reservationId = randomUUID();
     await reserve(db.orm.em.fork(), { reservationId, accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 5, consumeQuota: false });
     const [a, b] = await Promise.all([
-      settle(db.orm.em.fork(), reservationId, 'completed', 2),
-      settle(db.orm.em.fork(), reservationId, 'completed', 2),
+      settle(db.orm.em.fork(), reservationId, 'completed', { providerCostUsed: 2 }),
+      settle(db.orm.em.fork(), reservationId, 'completed', { providerCostUsed: 2 }),
     ]);
     const again = await settle(db.orm.em.fork(), reservationId, 'retrieval_failed');
     for (const s of [a, b, again]) expect({ charged: s.charged, refunded: s.refunded }).toEqual({ charged: 3, refunded: 3 });
@@ -148,7 +148,7 @@ describe('credit ledger', () => {
     const r = await reserve(db.orm.em.fork(), { reservationId: randomUUID(), accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 2, consumeQuota: false }, nextPeriod);
     expect(r.balance.periodStart.toISOString()).toBe(first.balance.periodEnd.toISOString());
     expect([r.balance.monthly, r.balance.onboarding]).toEqual([2, 3]);
-    const s = await settle(db.orm.em.fork(), r.reservationId, 'completed', 1, nextPeriod);
+    const s = await settle(db.orm.em.fork(), r.reservationId, 'completed', { providerCostUsed: 1, now: nextPeriod });
     expect([s.charged, s.refunded, s.balance.monthly]).toEqual([2, 1, 3]);
     expect(await ledgerRows(id, 'period_reset')).toHaveLength(1);
     expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
@@ -270,7 +270,7 @@ describe('metered operations (reserve, work, settle)', () => {
       expect(sweeper.status.name).toBe('RUNNING');
       // Later sweeps and a late settlement by the API change nothing: settled exactly once, as abandoned.
       await new Promise((r) => setTimeout(r, 3500));
-      expect(await settle(db.orm.em.fork(), reservationId, 'completed', 3)).toMatchObject({ charged: 1, refunded: 3 });
+      expect(await settle(db.orm.em.fork(), reservationId, 'completed', { providerCostUsed: 3 })).toMatchObject({ charged: 1, refunded: 3 });
       expect(await ledgerRows(id, 'charge')).toHaveLength(1);
       expect(await ledgerRows(id, 'refund')).toHaveLength(1);
       expect((await getBalance(db.orm.em.fork(), id)).monthly).toBe(4);

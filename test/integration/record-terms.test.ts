@@ -65,7 +65,7 @@ describe('first stage over the impact index', () => {
     ['surveys in the harbour', true],
   ])('ranks the records matching "%s" (prefix %s) by ts_rank, every match, nothing else', async (text, expand) => {
     const m = fts(text, expand);
-    const got = await fetchCandidates(db.orm.em.fork(), boundary(A), m, 1000);
+    const got = await fetchCandidates(db.orm.em.fork(), boundary(A), m, { limit: 1000 });
     const want = await bound<{ id: string; score: number }>(db.orm.em.fork(),
       sql`select r.id, ts_rank(r.tsv, to_tsquery('english', ${(m as { tsquery: string }).tsquery}), 1) as score from record r
         where r.account_id = ${A} and r.tsv @@ to_tsquery('english', ${(m as { tsquery: string }).tsquery})`);
@@ -75,24 +75,24 @@ describe('first stage over the impact index', () => {
     for (const c of got) expect(c.firstScore).toBeCloseTo(score.get(c.ref.id)!, 5);
     // Best first, and the limit keeps the best.
     const best = [...want].sort((a, b) => b.score - a.score)[0]!;
-    const [top] = await fetchCandidates(db.orm.em.fork(), boundary(A), m, 1);
+    const [top] = await fetchCandidates(db.orm.em.fork(), boundary(A), m, { limit: 1 });
     expect(top!.firstScore).toBeCloseTo(best.score, 5);
   });
 
   it('keeps to the boundary: the account, active sources, selected sources and audiences', async () => {
     const m = fts('harbour survey budget curlew migration', false);
-    const all = await fetchCandidates(db.orm.em.fork(), boundary(A), m, 1000);
+    const all = await fetchCandidates(db.orm.em.fork(), boundary(A), m, { limit: 1000 });
     const own = new Set((await bound<{ id: string }>(db.orm.em.fork(), sql`select id from record where account_id = ${A}`)).map((r) => r.id));
     for (const c of all) expect(own.has(c.ref.id)).toBe(true);
-    const selected = await fetchCandidates(db.orm.em.fork(), boundary(A, { sourceIds: [sources[1]!] }), m, 1000);
+    const selected = await fetchCandidates(db.orm.em.fork(), boundary(A, { sourceIds: [sources[1]!] }), m, { limit: 1000 });
     expect(selected.length).toBeGreaterThan(0);
     for (const c of selected) expect(c.origin).toMatchObject({ type: 'source', sourceId: sources[1] });
     await bound(db.orm.em.fork(), sql`update source set audience = 'ops' where id = ${sources[0]}`);
-    const ops = await fetchCandidates(db.orm.em.fork(), boundary(A, { audiences: ['ops'] }), m, 1000);
+    const ops = await fetchCandidates(db.orm.em.fork(), boundary(A, { audiences: ['ops'] }), m, { limit: 1000 });
     expect(ops.length).toBeGreaterThan(0);
     for (const c of ops) expect(c.origin).toMatchObject({ sourceId: sources[0], audience: 'ops' });
     await bound(db.orm.em.fork(), sql`update source set status = 'quarantined' where id = ${sources[0]}`);
-    const active = await fetchCandidates(db.orm.em.fork(), boundary(A), m, 1000);
+    const active = await fetchCandidates(db.orm.em.fork(), boundary(A), m, { limit: 1000 });
     expect(active.length).toBeGreaterThan(0);
     for (const c of active) expect(c.origin).not.toMatchObject({ sourceId: sources[0] });
     await bound(db.orm.em.fork(), sql`update source set status = 'active', audience = null where id = ${sources[0]}`);
@@ -122,7 +122,7 @@ describe('impact rows follow the records', () => {
       values (${deletion}, ${A}, 'source_deletion', 'queued', ${deletion}, ${deletion}, ${source})`);
     await deleteSourceRecords(db.orm.em.fork(), deletion);
     expect(await termRows(sql`source_id = ${source}`)).toBe(0);
-    expect(await fetchCandidates(db.orm.em.fork(), boundary(A), fts('xylophonist', false), 10)).toEqual([]);
+    expect(await fetchCandidates(db.orm.em.fork(), boundary(A), fts('xylophonist', false), { limit: 10 })).toEqual([]);
     expect(await termRows(sql`account_id = ${B}`)).toBeGreaterThan(0);
     // The account's deletion cascades through ingest_job and source; record_term rows go by the source's
     // statement trigger (platform/db/triggers/source_delete_terms.sql: no foreign key of their own).

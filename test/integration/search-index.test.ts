@@ -183,8 +183,8 @@ describe('ranking', () => {
     const extra = ['e-mail the harbour-station survey budget', 'zyxwv harbour terns', `where does ${c0.peer} live`];
     let answered = 0;
     for (const q of [...set.questions.slice(0, 15).map((x) => x.question), ...extra]) {
-      const plain = await retrieve(em(), boundary(C), q, strategy, { plan });
-      const fast = await retrieve(em(), boundary(C), q, strategy, { index: own, plan });
+      const plain = await retrieve(em(), boundary(C), { query: q, strategy }, { plan });
+      const fast = await retrieve(em(), boundary(C), { query: q, strategy }, { index: own, plan });
       if (plain.ranked.length) answered++;
       expect(fast.ranked.slice(0, 10).map((c) => c.ref.id)).toEqual(plain.ranked.slice(0, 10).map((c) => c.ref.id));
       // The same scores (the recency prior moves with the clock between the two calls).
@@ -228,13 +228,13 @@ describe('conversations', () => {
     const onlyCaroline = copy.search({ ...EVERYTHING, peerIds: new Set([talk.a]) }, words, { limit: 10, adjacency: true }).hits;
     expect(onlyCaroline.map((h) => [h.id, h.score])).toEqual([[ids[0], s], [ids[2], ADJACENT_WEIGHT * NEIGHBOUR_DECAY * s]]);
     // Through the query: the answer, which holds none of the question's words, is among the evidence.
-    const r = await retrieve(em(), boundary(M), 'Who went to the lighthouse at Kelvara and when?', 'efficient', { index });
+    const r = await retrieve(em(), boundary(M), { query: 'Who went to the lighthouse at Kelvara and when?', strategy: 'efficient' }, { index });
     expect(r.ranked.slice(0, 3).map((c) => c.ref.id)).toContain(ids[1]);
   });
 
   it('finds a message by who said it and the date it was said; the evidence is the message as written', async () => {
     for (const opts of [{ index }, {}]) {
-      const r = await retrieve(em(), boundary(M), 'What did Caroline do on 8 May 2023?', 'efficient', opts);
+      const r = await retrieve(em(), boundary(M), { query: 'What did Caroline do on 8 May 2023?', strategy: 'efficient' }, opts);
       const support = r.ranked.find((c) => c.ref.id === ids[4]);
       expect(support).toBeDefined();
       expect(support!.text).toBe('I went to a support group yesterday, it was powerful.');
@@ -249,7 +249,7 @@ describe('conversations', () => {
     const msg = await mem.message(M, { peerId: talk.a, sessionId: talk.s2, content: 'By the way, I moved to Porto in March.', createdAt: at(40) });
     const claim = await mem.claim(M, { peerId: talk.a, sessionId: talk.s2, content: 'Caroline lives in Porto.', messageId: msg.id, span: [12, 38] });
     for (const opts of [{ index }, {}]) {
-      const r = await retrieve(em(), boundary(M), 'Where does Caroline live, Porto?', 'accuracy', opts);
+      const r = await retrieve(em(), boundary(M), { query: 'Where does Caroline live, Porto?', strategy: 'accuracy' }, opts);
       const both = r.ranked.filter((c) => c.ref.id === msg.id || c.ref.id === claim);
       expect(both).toHaveLength(1);
       expect(both[0]!.ref.id).toBe(claim);
@@ -257,7 +257,7 @@ describe('conversations', () => {
     }
     // A claim the user corrected cites the correction, not the message: it stands on its own.
     await bound(em(), sql`update memory_claim set content = 'Caroline lives in Braga.', authority = 'correction_memory' where id = ${claim}`);
-    const r = await retrieve(em(), boundary(M), 'Porto Braga Caroline', 'accuracy', { index });
+    const r = await retrieve(em(), boundary(M), { query: 'Porto Braga Caroline', strategy: 'accuracy' }, { index });
     expect(r.ranked.find((c) => c.ref.id === claim)?.supports).toBeUndefined();
     expect(r.ranked.some((c) => c.ref.id === msg.id)).toBe(true);
   });
@@ -269,7 +269,7 @@ describe('freshness', () => {
     const before = await versions(A);
     const source = await ingest(A, '# Zanzibar log\n\nThe quixotic zanzibari ferryman logged every crossing.\n');
     expect((await versions(A)).records).toBeGreaterThan(before.records);
-    const first = await retrieve(em(), boundary(A), 'quixotic zanzibari ferryman', 'efficient', { index });
+    const first = await retrieve(em(), boundary(A), { query: 'quixotic zanzibari ferryman', strategy: 'efficient' }, { index });
     expect(first.ranked[0]!.origin).toMatchObject({ sourceId: source });
     expect((await copyOf(A)).recordVersion).toBeGreaterThan(before.records);
 
@@ -277,7 +277,7 @@ describe('freshness', () => {
     await bound(em(), sql`insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, source_id)
       values (${deletion}, ${A}, 'source_deletion', 'queued', ${deletion}, ${deletion}, ${source})`);
     await deleteSourceRecords(em(), deletion);
-    const gone = await retrieve(em(), boundary(A), 'quixotic zanzibari ferryman', 'efficient', { index });
+    const gone = await retrieve(em(), boundary(A), { query: 'quixotic zanzibari ferryman', strategy: 'efficient' }, { index });
     expect(gone.ranked.filter((c) => c.origin.type === 'source' && c.origin.sourceId === source)).toEqual([]);
     expect((await copyOf(A)).search(EVERYTHING, await wordsOf('quixotic zanzibari'), { limit: 10, adjacency: false }).hits).toEqual([]);
   });
@@ -288,7 +288,7 @@ describe('freshness', () => {
     const session = await mem.session(C, 'talk');
     await mem.message(C, { peerId: peer, sessionId: session, content: 'I keep bees on the roof.' });
     const own = createSearchIndex({ orm: db.orm, maxBytes: 64 * 1024 * 1024 });
-    const found = async (q: string) => (await retrieve(em(), boundary(C), q, 'efficient', { index: own })).ranked.map((c) => c.text);
+    const found = async (q: string) => (await retrieve(em(), boundary(C), { query: q, strategy: 'efficient' }, { index: own })).ranked.map((c) => c.text);
     expect(await found('bees roof')).toEqual(['I keep bees on the roof.']);
 
 
@@ -369,12 +369,12 @@ describe('queries while the copy is being refreshed', () => {
       const gone = added.shift()!;
       await bound(em(), sql`update source set status = 'quarantined' where id = ${gone}`);
       const refresh = own.warm(C);
-      const during = await Promise.all(questions.map((q) => retrieve(em(), boundary(C), q, 'accuracy', { index: own })));
+      const during = await Promise.all(questions.map((q) => retrieve(em(), boundary(C), { query: q, strategy: 'accuracy' }, { index: own })));
       await refresh;
       const fresh = createSearchIndex({ orm: db.orm, maxBytes: 64 * 1024 * 1024 });
       for (const [i, q] of questions.entries()) {
-        const want = (await retrieve(em(), boundary(C), q, 'accuracy', { index: fresh })).ranked.slice(0, 10).map((c) => c.ref.id);
-        const after = await retrieve(em(), boundary(C), q, 'accuracy', { index: own });
+        const want = (await retrieve(em(), boundary(C), { query: q, strategy: 'accuracy' }, { index: fresh })).ranked.slice(0, 10).map((c) => c.ref.id);
+        const after = await retrieve(em(), boundary(C), { query: q, strategy: 'accuracy' }, { index: own });
         expect(during[i]!.ranked.slice(0, 10).map((c) => c.ref.id)).toEqual(want);
         expect(after.ranked.slice(0, 10).map((c) => c.ref.id)).toEqual(want);
         for (const c of after.ranked) expect(c.origin).not.toMatchObject({ sourceId: gone });
@@ -395,7 +395,7 @@ describe('fetching the ranked records', () => {
       .map((r) => [r.id, `"${r.t}"`]));
     expect(top.map((h) => h.tid)).toEqual(top.map((h) => where.get(h.id)));
 
-    const ids = async () => (await retrieve(em(), boundary(D), question, 'efficient', { index: own })).ranked.map((c) => c.ref.id);
+    const ids = async () => (await retrieve(em(), boundary(D), { query: question, strategy: 'efficient' }, { index: own })).ranked.map((c) => c.ref.id);
     const before = await ids();
     // New row versions elsewhere (as VACUUM FULL or CLUSTER would move them); the copy still holds the
     // old places at the same version, so every third record is not where it is looked for.
@@ -414,8 +414,8 @@ describe('memory budget', () => {
     expect(await small.warm(A)).toBe(false);
     expect(await small.current(A, await versions(A), 1000)).toBeNull();
     expect(small.usage().bytes).toBe(0);
-    const viaSmall = await retrieve(em(), boundary(A), 'harbour survey budget', 'accuracy', { index: small });
-    const plain = await retrieve(em(), boundary(A), 'harbour survey budget', 'accuracy');
+    const viaSmall = await retrieve(em(), boundary(A), { query: 'harbour survey budget', strategy: 'accuracy' }, { index: small });
+    const plain = await retrieve(em(), boundary(A), { query: 'harbour survey budget', strategy: 'accuracy' });
     expect(viaSmall.ranked.length).toBeGreaterThan(0);
     expect(viaSmall.ranked.map((c) => c.ref.id)).toEqual(plain.ranked.map((c) => c.ref.id));
   });

@@ -62,7 +62,7 @@ export async function recogniseJobPages(
     if (!pages) throw new Error(`the ${provider.name} provider answered pages ${batch.join(', ')} incompletely`);
     await em.transactional(async (tx) => {
       await storePages(tx, owner, pages, reservationId);
-      await settle(tx, reservationId, 'completed', batch.length * rate);
+      await settle(tx, reservationId, 'completed', { providerCostUsed: batch.length * rate });
     });
     progress(i + batch.length);
   }

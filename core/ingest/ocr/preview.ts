@@ -115,7 +115,7 @@ export async function providerBackedPreview(
     const settled = await deps.em.transactional(async (tx) => {
       await storePages(tx, { id: reserved.reservationId, accountId }, done, reserved.reservationId);
       await markPreview(tx, reserved.reservationId, 'ready');
-      return settle(tx, reserved.reservationId, 'completed', done.length * rate);
+      return settle(tx, reserved.reservationId, 'completed', { providerCostUsed: done.length * rate });
     });
     return { plan, headers: { ...creditHeaders(settled.balance, settled.charged), ...quota } };
   } catch (err) {
@@ -136,7 +136,7 @@ async function failed(deps: ProviderPreviewDeps, reserved: Reserved, quota: Reco
   try {
     const settled = await deps.em.transactional(async (tx) => {
       await markPreview(tx, reserved.reservationId, 'failed', pagesDone);
-      return settle(tx, reserved.reservationId, 'failed_after_retrieval', pagesDone * deps.provider.creditsPerPage);
+      return settle(tx, reserved.reservationId, 'failed_after_retrieval', { providerCostUsed: pagesDone * deps.provider.creditsPerPage });
     });
     headers = { ...creditHeaders(settled.balance, settled.charged), ...quota };
   } catch (settleErr) {
