@@ -114,11 +114,16 @@ export async function prepared<T = Record<string, unknown>>(em: EntityManager, s
 
 const TEXT_PIECE_CHARS = 4_000_000;
 
-/** Sets `table.column` of one row to `text`, sent in pieces and joined by PostgreSQL. Needs a transaction. */
-export async function writeLongText(tx: EntityManager, table: string, column: string, id: string, text: string): Promise<void> {
+/** A column of one row: `table.column` where `key` = `id` (names from code, never from input). */
+export type Cell = { table: string; column: string; key: string; id: string };
+
+/** Sets a cell to `text`, sent in pieces and joined by PostgreSQL. Needs a transaction. */
+export async function writeLongText(tx: EntityManager, cell: Cell, text: string): Promise<void> {
+  const [table, column, key] = [sql.raw(cell.table), sql.raw(cell.column), sql.raw(cell.key)];
+  const id = cell.id;
   // Most texts are one piece: one statement, and no temporary table to create (a catalog write).
   if (text.length <= TEXT_PIECE_CHARS) {
-    await bound(tx, sql`update ${sql.raw(table)} set ${sql.raw(column)} = ${text} where id = ${id}`);
+    await bound(tx, sql`update ${table} set ${column} = ${text} where ${key} = ${id}`);
     return;
   }
   await bound(tx, sql`create temp table if not exists long_text_piece (seq integer primary key, piece text not null) on commit drop`);
@@ -132,20 +137,20 @@ export async function writeLongText(tx: EntityManager, table: string, column: st
     await bound(tx, sql`insert into long_text_piece (seq, piece) values (${seq++}, ${text.slice(from, to)})`);
     from = to;
   }
-  await bound(tx, sql`update ${sql.raw(table)} set ${sql.raw(column)} = coalesce((select string_agg(piece, '' order by seq) from long_text_piece), '')
-    where id = ${id}`);
+  await bound(tx, sql`update ${table} set ${column} = coalesce((select string_agg(piece, '' order by seq) from long_text_piece), '')
+    where ${key} = ${id}`);
 }
 
 /**
- * Reads slices of a bytea column of one row: `length` bytes from `at` (0-based); null when the row is
- * gone. The column should use storage EXTERNAL (uncompressed), so each slice reads only its own TOAST
+ * Reads slices of a bytea cell: `length` bytes from `at` (0-based); null when the row is gone. The column should use storage EXTERNAL (uncompressed), so each slice reads only its own TOAST
  * chunks. Long values are read piece by piece (core/ingest/extraction/parts.ts, readAll and the
  * extraction process's requests), never in one statement.
  */
-export function longBytesReader(em: EntityManager, table: string, column: string, keyColumn: string, key: string) {
+export function longBytesReader(em: EntityManager, cell: Cell) {
+  const [table, column, key] = [sql.raw(cell.table), sql.raw(cell.column), sql.raw(cell.key)];
   return async (at: number, length: number): Promise<Buffer | null> => {
     const [row] = await bound<{ piece: Buffer }>(em,
-      sql`select substring(${sql.raw(column)} from ${at + 1} for ${length}) as piece from ${sql.raw(table)} where ${sql.raw(keyColumn)} = ${key}`);
+      sql`select substring(${column} from ${at + 1} for ${length}) as piece from ${table} where ${key} = ${cell.id}`);
     return row?.piece ?? null;
   };
 }

@@ -95,7 +95,7 @@ export async function buildSourceRecords(em: EntityManager, pool: ExtractionPool
       title: source.title, datedAt: job.dated_at, status: decision.quarantine ? 'quarantined' : 'active',
       quarantineReason: decision.quarantine ? decision.reason : null, contentHash: source.textHash, sections: source.sections, audience: job.audience,
     });
-    await writeLongText(tx, 'source', 'text', jobId, source.text);
+    await writeLongText(tx, { table: 'source', column: 'text', key: 'id', id: jobId }, source.text);
     await deleteRecords(tx, jobId);
     for (let i = 0; i < source.rows.length; i += RECORD_BATCH) {
       await insertRecords(tx, { accountId: job.account_id, sourceId: jobId, rows: source.rows.slice(i, i + RECORD_BATCH), vectors });
