@@ -131,7 +131,7 @@ async function work(deps: QueryDeps, asked: Asked, analyzed?: { analysis: Analys
     let answer: AnswerOutcome | null = null;
     if (req.mode === 'answer') {
       const evidence: AnswerEvidence[] = assembled.evidence.map((e) => ({ citationHandle: e.citationHandle, text: e.text, label: e.label }));
-      answer = await answerQuery(deps.answer, req.query ?? '', evidence, deps.logger, assembled.conflicts);
+      answer = await answerQuery(deps.answer, req.query ?? '', { evidence, conflicts: assembled.conflicts }, deps.logger);
     }
     const value: Work = { assembled, retrieval, answer };
     return { value, outcome: 'completed' as const, providerCost: answer?.provider.credits ?? 0 };
