@@ -74,7 +74,7 @@ async function loadRecords(em: EntityManager, into: AccountIndex, sourceIds: str
  * Memory stamped after the copy's version, in one snapshot with the version read: messages first, so
  * the claims of the same commit find the message they group with.
  */
-async function loadMemory(em: EntityManager, into: AccountIndex, accountId: string, fresh: boolean, model: string | null): Promise<'loaded' | 'reset'> {
+async function loadMemory(em: EntityManager, into: AccountIndex, accountId: string, { fresh, model }: { fresh: boolean; model: string | null }): Promise<'loaded' | 'reset'> {
   return em.transactional(async (tx) => {
     const v = await memoryIndexVersion(tx, accountId);
     const version = Number(v?.version ?? 0);
@@ -200,7 +200,7 @@ async function refresh(c: Copies, accountId: string): Promise<boolean> {
     index.recordVersion = versions.records;
   }
   if (index.memoryVersion < versions.memory || fresh) {
-    if ((await loadMemory(em, index, accountId, fresh, c.model)) === 'reset') {
+    if ((await loadMemory(em, index, accountId, { fresh, model: c.model })) === 'reset') {
       // Something was deleted since: load everything again, into a new copy.
       accounts.delete(accountId);
       return refresh(c, accountId);
