@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { dedicatedConnection } from '../../platform/db/connections.ts';
 import { ensureDatabase } from './embedded.ts';
 import { createOrm, migrate } from '../../platform/db/orm.ts';
-import type { Routine } from '../../platform/db/routines.ts';
+import type { Routine } from '../../platform/db/migrations/routines.ts';
 
 // docs/schema.sql: the schema the migrations build, as one readable file (`npm run schema` writes it;
 // test/integration/schema.test.ts migrates a fresh database and checks the file is still true).
@@ -15,7 +15,7 @@ import type { Routine } from '../../platform/db/routines.ts';
 type Rows = { ddl: string }[];
 
 // Functions and triggers, each with its name: also what test/integration/schema.test.ts holds to their
-// source files (platform/db/routines.ts).
+// source files (platform/db/migrations/routines.ts).
 const FUNCTIONS = `
     select p.proname as name, rtrim(pg_get_functiondef(p.oid), E'\\n') || ';' as ddl
       from pg_proc p join pg_namespace n on n.oid = p.pronamespace

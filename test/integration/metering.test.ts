@@ -43,8 +43,8 @@ const ledgerRows = (accountId: string, kind?: string) =>
   db.orm.em
     .fork()
     .getConnection()
-    .execute<{ kind: string; amount: number; monthly_delta: number; onboarding_delta: number }[]>(
-      `select kind, amount, monthly_delta, onboarding_delta from credit_ledger where account_id = ? ${kind ? 'and kind = ?' : ''} order by id`,
+    .execute<{ kind: string; amount: number; monthly_delta: number; onboarding_delta: number; reason: string | null }[]>(
+      `select kind, amount, monthly_delta, onboarding_delta, reason from credit_ledger where account_id = ? ${kind ? 'and kind = ?' : ''} order by id`,
       kind ? [accountId, kind] : [accountId],
     );
 
@@ -105,6 +105,17 @@ describe('credit ledger', () => {
     const s = await settle(db.orm.em.fork(), reservationId, 'completed', { providerCostUsed: 2, flushLater: true });
     expect({ charged: s.charged, refunded: s.refunded }).toEqual({ charged: 3, refunded: 3 });
     expect((await getBalance(db.orm.em.fork(), id)).monthly).toBe(7);
+    expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
+  });
+
+  it('recognition_failed (OCR the provider refused) refunds everything, and is the ledger\'s reason', async () => {
+    const id = await newAccount({ monthly: 10, onboarding: 0 });
+    const reservationId = randomUUID();
+    await reserve(db.orm.em.fork(), { reservationId, accountId: id, metric: 'ingest', baseCost: 0, maxProviderCost: 4, consumeQuota: false });
+    const s = await settle(db.orm.em.fork(), reservationId, 'recognition_failed', { providerCostUsed: 4 });
+    expect({ charged: s.charged, refunded: s.refunded }).toEqual({ charged: 0, refunded: 4 });
+    expect((await ledgerRows(id, 'refund')).map((r) => r.reason)).toEqual(['recognition_failed']);
+    expect((await getBalance(db.orm.em.fork(), id)).monthly).toBe(10);
     expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
   });
 

@@ -1,9 +1,9 @@
 import { Migration } from '@mikro-orm/migrations';
-import { routineStatements } from '../routines.ts';
+import { routineStatements } from './routines.ts';
 import { ADD_MESSAGES_POSITIONAL } from './0023-audience-boundaries.ts';
 
 /**
- * Every function and trigger from its source file (platform/db/routines.ts), so the database equals
+ * Every function and trigger from its source file (routines.ts), so the database equals
  * platform/db/functions and platform/db/triggers. cairn_add_messages takes its write as one jsonb
  * object instead of nineteen positional arguments; a settlement may be 'recognition_failed' (OCR that
  * recognised nothing), refunded in full like 'retrieval_failed'.

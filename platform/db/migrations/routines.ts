@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 export type Routine = { kind: 'function' | 'trigger'; name: string; text: string };
 
-const DIRS = { function: new URL('./functions/', import.meta.url), trigger: new URL('./triggers/', import.meta.url) } as const;
+const DIRS = { function: new URL('../functions/', import.meta.url), trigger: new URL('../triggers/', import.meta.url) } as const;
 
 /** Every function and trigger source, functions first (triggers name them), each kind by name. */
 export function routineSources(): Routine[] {
