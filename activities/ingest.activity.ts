@@ -52,7 +52,9 @@ export function createIngestActivities(deps: ActivityDeps) {
       const attempt = Context.current().info.attempt;
       try {
         return await withHeartbeats(() =>
-          buildSourceRecords(deps.orm.em.fork(), deps.extraction, input.jobId, { crossSiteRedirect: input.crossSiteRedirect }, attempt, { embedder: deps.embedder ?? null, log: deps.logger }),
+          buildSourceRecords(deps.orm.em.fork(), deps.extraction, {
+            jobId: input.jobId, fetch: { crossSiteRedirect: input.crossSiteRedirect }, attempt, embedding: { embedder: deps.embedder ?? null, log: deps.logger },
+          }),
         );
       } catch (err) {
         throw asFailure(err);

@@ -8,9 +8,12 @@ import { withHeartbeats } from './heartbeats.ts';
 export function createMemoryActivities(deps: ActivityDeps, deriver: ClaimDeriver) {
   return {
     async processMemoryBatch(input: { batchId: string; eventIds: string[] }) {
-      return withHeartbeats(() => processBatch(deps.orm.em.fork(), deriver, input.batchId, input.eventIds,
-        (eventId, err) => deps.logger.warn({ err, eventId, batchId: input.batchId }, 'memory event failed; its batch retries it'),
-        { embedder: deps.embedder ?? null, log: deps.logger }));
+      return withHeartbeats(() => processBatch(deps.orm.em.fork(), deriver, {
+        batchId: input.batchId,
+        eventIds: input.eventIds,
+        onError: (eventId, err) => deps.logger.warn({ err, eventId, batchId: input.batchId }, 'memory event failed; its batch retries it'),
+        embeddings: { embedder: deps.embedder ?? null, log: deps.logger },
+      }));
     },
     async failMemoryEvents(input: { eventIds: string[]; message: string }): Promise<void> {
       await failEvents(deps.orm.em.fork(), input.eventIds, input.message);

@@ -659,326 +659,343 @@ CREATE INDEX source_account_idx ON public.source USING btree (account_id, create
 
 -- Functions
 
-CREATE OR REPLACE FUNCTION public.cairn_add_messages(p_account uuid, p_workspace text, p_session text, p_peer text, p_sources uuid[], p_event uuid, p_agent text, p_infer boolean, p_idem text, p_request_hash text, p_receipt jsonb, p_created_at timestamp with time zone, p_metadata jsonb, p_audiences text[], p_ids uuid[], p_positions integer[], p_roles text[], p_contents text[], p_hashes text[], OUT r_session boolean, OUT r_peer boolean, OUT r_sources boolean, OUT r_inserted integer)
+CREATE OR REPLACE FUNCTION public.cairn_add_messages(p_write jsonb, OUT r_session boolean, OUT r_peer boolean, OUT r_sources boolean, OUT r_inserted integer)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
-      declare v_at timestamptz := coalesce(p_created_at, date_trunc('milliseconds', now()));
-      begin
-        with s as (select id, label from memory_session where account_id = p_account and workspace = p_workspace and label = p_session
-                      and (p_audiences is null or audience = any(p_audiences)) for share),
-             p as (select id, label, audience from memory_peer where account_id = p_account and workspace = p_workspace and label = p_peer
-                      and (p_audiences is null or audience = any(p_audiences)) for share),
-             src as (select count(*) = cardinality(p_sources) as ok from ingest_job
-                      where account_id = p_account and id = any(p_sources) and kind in ('url', 'file') and status = 'succeeded'
-                        and (p_audiences is null or audience = any(p_audiences))),
-             e as (insert into memory_event (id, account_id, kind, status, peer_id, session_id, peer_label, session_label, agent_id,
-                     infer, idempotency_key, request_hash, receipt, created_at, audience)
-                   select p_event, p_account, 'add_messages', 'queued', p.id, s.id, p.label, s.label, p_agent, p_infer, p_idem,
-                          p_request_hash, p_receipt, coalesce(p_created_at, now()), p.audience
-                     from s, p, src where src.ok
-                   on conflict (account_id, idempotency_key) where idempotency_key is not null do nothing
-                   returning id, peer_id, session_id, peer_label, audience),
-             m as (insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, agent_id, metadata,
-                     source_ids, created_at, content_hash, audience, tsv)
-                   select u.id, p_account, e.peer_id, e.session_id, e.id, u.position, u.role, u.content, p_agent, p_metadata, p_sources,
-                          v_at, u.hash, e.audience, cairn_message_tsv(u.content, e.peer_label, v_at)
-                     from e, unnest(p_ids, p_positions, p_roles, p_contents, p_hashes) as u(id, position, role, content, hash)
-                   returning 1)
-        select exists (select 1 from s), exists (select 1 from p), (select ok from src),
-               (select count(*) from e)::integer + 0 * (select count(*) from m)
-          into r_session, r_peer, r_sources, r_inserted;
-      end $function$;
+-- The memory write (core/memory/messages.queries.ts, insertWrite) as one object: account, workspace,
+-- session, peer, sources, event, agent, infer, idempotency_key, request_hash, receipt, created_at,
+-- metadata, audiences (null: the whole account) and messages [{id, role, content, hash}], each message's
+-- position its index. One statement: it locks the labels (for share), and inserts the event and its
+-- messages only when the session, the peer and every source check out.
+declare
+  w_account uuid := (p_write->>'account')::uuid;
+  w_workspace text := p_write->>'workspace';
+  w_sources uuid[] := array(select x.id::uuid from jsonb_array_elements_text(p_write->'sources') with ordinality as x(id, n) order by x.n);
+  w_agent text := p_write->>'agent';
+  w_metadata jsonb := nullif(p_write->'metadata', 'null'::jsonb);
+  w_created_at timestamptz := (p_write->>'created_at')::timestamptz;
+  w_audiences text[] := case when jsonb_typeof(p_write->'audiences') = 'array'
+                          then array(select jsonb_array_elements_text(p_write->'audiences')) end;
+  v_at timestamptz := coalesce(w_created_at, date_trunc('milliseconds', now()));
+begin
+  with s as (select id, label from memory_session where account_id = w_account and workspace = w_workspace and label = p_write->>'session'
+                and (w_audiences is null or audience = any(w_audiences)) for share),
+       p as (select id, label, audience from memory_peer where account_id = w_account and workspace = w_workspace and label = p_write->>'peer'
+                and (w_audiences is null or audience = any(w_audiences)) for share),
+       src as (select count(*) = cardinality(w_sources) as ok from ingest_job
+                where account_id = w_account and id = any(w_sources) and kind in ('url', 'file') and status = 'succeeded'
+                  and (w_audiences is null or audience = any(w_audiences))),
+       e as (insert into memory_event (id, account_id, kind, status, peer_id, session_id, peer_label, session_label, agent_id,
+               infer, idempotency_key, request_hash, receipt, created_at, audience)
+             select (p_write->>'event')::uuid, w_account, 'add_messages', 'queued', p.id, s.id, p.label, s.label, w_agent,
+                    (p_write->>'infer')::boolean, p_write->>'idempotency_key', p_write->>'request_hash',
+                    nullif(p_write->'receipt', 'null'::jsonb), coalesce(w_created_at, now()), p.audience
+               from s, p, src where src.ok
+             on conflict (account_id, idempotency_key) where idempotency_key is not null do nothing
+             returning id, peer_id, session_id, peer_label, audience),
+       m as (insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, agent_id, metadata,
+               source_ids, created_at, content_hash, audience, tsv)
+             select (u.message->>'id')::uuid, w_account, e.peer_id, e.session_id, e.id, (u.n - 1)::integer, u.message->>'role',
+                    u.message->>'content', w_agent, w_metadata, w_sources, v_at, u.message->>'hash', e.audience,
+                    cairn_message_tsv(u.message->>'content', e.peer_label, v_at)
+               from e, jsonb_array_elements(p_write->'messages') with ordinality as u(message, n)
+             returning 1)
+  select exists (select 1 from s), exists (select 1 from p), (select ok from src),
+         (select count(*) from e)::integer + 0 * (select count(*) from m)
+    into r_session, r_peer, r_sources, r_inserted;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_bump_record_index_version()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
-      begin
-        if tg_op = 'DELETE' then
-          update record_index_version set version = version + 1 where account_id = old.account_id;
-        else
-          insert into record_index_version (account_id, version) values (new.account_id, 1)
-            on conflict (account_id) do update set version = record_index_version.version + 1;
-        end if;
-        return null;
-      end $function$;
+begin
+  if tg_op = 'DELETE' then
+    update record_index_version set version = version + 1 where account_id = old.account_id;
+  else
+    insert into record_index_version (account_id, version) values (new.account_id, 1)
+      on conflict (account_id) do update set version = record_index_version.version + 1;
+  end if;
+  return null;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_credit_period_end(p_start date, p_anchor_day integer)
  RETURNS date
  LANGUAGE sql
  IMMUTABLE
 AS $function$
-        select (m + (least(p_anchor_day, extract(day from (m + interval '1 month' - interval '1 day'))::integer) - 1))::date
-          from (select (date_trunc('month', p_start) + interval '1 month')::date as m) next_month
-      $function$;
+  select (m + (least(p_anchor_day, extract(day from (m + interval '1 month' - interval '1 day'))::integer) - 1))::date
+    from (select (date_trunc('month', p_start) + interval '1 month')::date as m) next_month
+$function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_delete_source_terms()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
-      begin
-        delete from record_term t using gone where t.source_id = gone.id;
-        return null;
-      end $function$;
+begin
+  delete from record_term t using gone where t.source_id = gone.id;
+  return null;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_lock_balance(p_account uuid, p_now timestamp with time zone, OUT r_current boolean, OUT r_monthly integer, OUT r_onboarding integer, OUT r_period_start text, OUT r_period_end text, OUT r_allowance integer)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
-      declare
-        anchor integer;
-        b record;
-      begin
-        select extract(day from a.created_at at time zone 'UTC')::integer, a.monthly_credits into anchor, r_allowance
-          from account a where a.id = p_account;
-        select * into b from credit_balance cb where cb.account_id = p_account for update;
-        r_current := found and (p_now at time zone 'UTC')::date < cairn_credit_period_end(b.period_start, anchor);
-        if not r_current then return; end if;
-        r_monthly := b.monthly_remaining;
-        r_onboarding := b.onboarding_remaining;
-        r_period_start := to_char(b.period_start, 'YYYY-MM-DD');
-        r_period_end := to_char(cairn_credit_period_end(b.period_start, anchor), 'YYYY-MM-DD');
-      end $function$;
+declare
+  anchor integer;
+  b record;
+begin
+  select extract(day from a.created_at at time zone 'UTC')::integer, a.monthly_credits into anchor, r_allowance
+    from account a where a.id = p_account;
+  select * into b from credit_balance cb where cb.account_id = p_account for update;
+  r_current := found and (p_now at time zone 'UTC')::date < cairn_credit_period_end(b.period_start, anchor);
+  if not r_current then return; end if;
+  r_monthly := b.monthly_remaining;
+  r_onboarding := b.onboarding_remaining;
+  r_period_start := to_char(b.period_start, 'YYYY-MM-DD');
+  r_period_end := to_char(cairn_credit_period_end(b.period_start, anchor), 'YYYY-MM-DD');
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_memory_claim_indexed()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
-      declare d_n integer := 0; d_len bigint := 0;
-      begin
-        if tg_op = 'UPDATE' and new.content = old.content and new.state = old.state and new.eligibility = old.eligibility
-           and new.authority = old.authority and new.valid_from = old.valid_from
-           and new.audience is not distinct from old.audience and new.agent_id is not distinct from old.agent_id
-           and new.session_id is not distinct from old.session_id and new.message_id is not distinct from old.message_id then
-          return new;
-        end if;
-        if new.state = 'current' and new.eligibility = 'eligible' then
-          d_n := 1;
-          d_len := cairn_tsv_length(to_tsvector('english', new.content));
-        end if;
-        if tg_op = 'UPDATE' and old.state = 'current' and old.eligibility = 'eligible' then
-          d_n := d_n - 1;
-          d_len := d_len - cairn_tsv_length(old.tsv);
-        end if;
-        insert into memory_index_version as v (account_id, version, claims, claim_length) values (new.account_id, 1, d_n, d_len)
-          on conflict (account_id) do update set version = v.version + 1, claims = v.claims + excluded.claims,
-            claim_length = v.claim_length + excluded.claim_length
-          returning v.version into new.indexed_at;
-        return new;
-      end $function$;
+declare d_n integer := 0; d_len bigint := 0;
+begin
+  if tg_op = 'UPDATE' and new.content = old.content and new.state = old.state and new.eligibility = old.eligibility
+     and new.authority = old.authority and new.valid_from = old.valid_from
+     and new.audience is not distinct from old.audience and new.agent_id is not distinct from old.agent_id
+     and new.session_id is not distinct from old.session_id and new.message_id is not distinct from old.message_id then
+    return new;
+  end if;
+  if new.state = 'current' and new.eligibility = 'eligible' then
+    d_n := 1;
+    d_len := cairn_tsv_length(to_tsvector('english', new.content));
+  end if;
+  if tg_op = 'UPDATE' and old.state = 'current' and old.eligibility = 'eligible' then
+    d_n := d_n - 1;
+    d_len := d_len - cairn_tsv_length(old.tsv);
+  end if;
+  insert into memory_index_version as v (account_id, version, claims, claim_length) values (new.account_id, 1, d_n, d_len)
+    on conflict (account_id) do update set version = v.version + 1, claims = v.claims + excluded.claims,
+      claim_length = v.claim_length + excluded.claim_length
+    returning v.version into new.indexed_at;
+  return new;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_memory_claims_deleted()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
-      begin
-        update memory_index_version v set version = v.version + 1, reset_at = v.version + 1,
-               claims = v.claims - g.n, claim_length = v.claim_length - g.len
-          from (select account_id, count(*) filter (where gone.state = 'current' and gone.eligibility = 'eligible') as n,
-                       coalesce(sum(cairn_tsv_length(tsv)) filter (where gone.state = 'current' and gone.eligibility = 'eligible'), 0) as len
-                  from gone group by account_id) g
-         where v.account_id = g.account_id;
-        return null;
-      end $function$;
+begin
+  update memory_index_version v set version = v.version + 1, reset_at = v.version + 1,
+         claims = v.claims - g.n, claim_length = v.claim_length - g.len
+    from (select account_id, count(*) filter (where gone.state = 'current' and gone.eligibility = 'eligible') as n,
+                 coalesce(sum(cairn_tsv_length(tsv)) filter (where gone.state = 'current' and gone.eligibility = 'eligible'), 0) as len
+            from gone group by account_id) g
+   where v.account_id = g.account_id;
+  return null;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_memory_event_indexed()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
-      declare d_n bigint; d_len bigint;
-      begin
-        select count(*), coalesce(sum(cairn_tsv_length(tsv)), 0) into d_n, d_len from memory_message where event_id = new.id and available;
-        insert into memory_index_version as v (account_id, version, messages, message_length) values (new.account_id, 1, d_n, d_len)
-          on conflict (account_id) do update set version = v.version + 1, messages = v.messages + excluded.messages,
-            message_length = v.message_length + excluded.message_length
-          returning v.version into new.indexed_at;
-        return new;
-      end $function$;
+declare d_n bigint; d_len bigint;
+begin
+  select count(*), coalesce(sum(cairn_tsv_length(tsv)), 0) into d_n, d_len from memory_message where event_id = new.id and available;
+  insert into memory_index_version as v (account_id, version, messages, message_length) values (new.account_id, 1, d_n, d_len)
+    on conflict (account_id) do update set version = v.version + 1, messages = v.messages + excluded.messages,
+      message_length = v.message_length + excluded.message_length
+    returning v.version into new.indexed_at;
+  return new;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_memory_message_indexed()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
-      declare v_version bigint;
-      begin
-        insert into memory_index_version as v (account_id, version, messages, message_length)
-          values (new.account_id, 1, 1, cairn_tsv_length(new.tsv))
-          on conflict (account_id) do update set version = v.version + 1, messages = v.messages + 1,
-            message_length = v.message_length + excluded.message_length
-          returning v.version into v_version;
-        update memory_event set indexed_at = v_version where id = new.event_id;
-        return new;
-      end $function$;
+declare v_version bigint;
+begin
+  insert into memory_index_version as v (account_id, version, messages, message_length)
+    values (new.account_id, 1, 1, cairn_tsv_length(new.tsv))
+    on conflict (account_id) do update set version = v.version + 1, messages = v.messages + 1,
+      message_length = v.message_length + excluded.message_length
+    returning v.version into v_version;
+  update memory_event set indexed_at = v_version where id = new.event_id;
+  return new;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_memory_message_tsv()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
-      begin
-        new.tsv := cairn_message_tsv(new.content, (select label from memory_peer where id = new.peer_id), new.created_at);
-        return new;
-      end $function$;
+begin
+  new.tsv := cairn_message_tsv(new.content, (select label from memory_peer where id = new.peer_id), new.created_at);
+  return new;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_memory_messages_deleted()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
-      begin
-        update memory_index_version v set version = v.version + 1, reset_at = v.version + 1,
-               messages = v.messages - g.n, message_length = v.message_length - g.len
-          from (select account_id, count(*) as n, sum(cairn_tsv_length(tsv)) as len from gone where available group by account_id) g
-         where v.account_id = g.account_id;
-        return null;
-      end $function$;
+begin
+  update memory_index_version v set version = v.version + 1, reset_at = v.version + 1,
+         messages = v.messages - g.n, message_length = v.message_length - g.len
+    from (select account_id, count(*) as n, sum(cairn_tsv_length(tsv)) as len from gone where available group by account_id) g
+   where v.account_id = g.account_id;
+  return null;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_message_tsv(p_content text, p_label text, p_at timestamp with time zone)
  RETURNS tsvector
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-        select to_tsvector('english', p_content)
-               || to_tsvector('english', p_label || ' ' || to_char(p_at at time zone 'UTC', 'FMDD FMMonth YYYY'))
-      $function$;
+  select to_tsvector('english', p_content)
+         || to_tsvector('english', p_label || ' ' || to_char(p_at at time zone 'UTC', 'FMDD FMMonth YYYY'))
+$function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_reserve(p_reservation uuid, p_account uuid, p_metric text, p_base integer, p_max_provider integer, p_consume_quota boolean, p_now timestamp with time zone, OUT r_status text, OUT r_monthly integer, OUT r_onboarding integer, OUT r_period_start text, OUT r_period_end text, OUT r_allowance integer, OUT r_daily_limit integer, OUT r_daily_used integer, OUT r_monthly_limit integer, OUT r_monthly_used integer)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
-      declare
-        today date := (p_now at time zone 'UTC')::date;
-        month_start date := date_trunc('month', (p_now at time zone 'UTC'))::date;
-        cost integer := p_base + p_max_provider;
-        from_m integer;
-        from_o integer;
-        is_current boolean;
-      begin
-        select case when p_metric = 'query' then a.query_daily_limit else a.ingest_daily_limit end,
-               case when p_metric = 'query' then a.query_monthly_limit else a.ingest_monthly_limit end
-          into r_daily_limit, r_monthly_limit
-          from account a where a.id = p_account;
-        if not found then r_status := 'no_account'; return; end if;
-        select * into is_current, r_monthly, r_onboarding, r_period_start, r_period_end, r_allowance from cairn_lock_balance(p_account, p_now);
-        if not is_current then r_status := 'stale'; return; end if;
+declare
+  today date := (p_now at time zone 'UTC')::date;
+  month_start date := date_trunc('month', (p_now at time zone 'UTC'))::date;
+  cost integer := p_base + p_max_provider;
+  from_m integer;
+  from_o integer;
+  is_current boolean;
+begin
+  select case when p_metric = 'query' then a.query_daily_limit else a.ingest_daily_limit end,
+         case when p_metric = 'query' then a.query_monthly_limit else a.ingest_monthly_limit end
+    into r_daily_limit, r_monthly_limit
+    from account a where a.id = p_account;
+  if not found then r_status := 'no_account'; return; end if;
+  select * into is_current, r_monthly, r_onboarding, r_period_start, r_period_end, r_allowance from cairn_lock_balance(p_account, p_now);
+  if not is_current then r_status := 'stale'; return; end if;
 
-        if p_consume_quota then
-          select coalesce(max(q.used) filter (where q.period = 'day'), 0), coalesce(max(q.used) filter (where q.period = 'month'), 0)
-            into r_daily_used, r_monthly_used
-            from quota_usage q
-           where q.account_id = p_account and q.metric = p_metric
-             and ((q.period = 'day' and q.period_start = today) or (q.period = 'month' and q.period_start = month_start));
-          if r_daily_used >= r_daily_limit then r_status := 'quota_day'; return; end if;
-          if r_monthly_used >= r_monthly_limit then r_status := 'quota_month'; return; end if;
-        end if;
+  if p_consume_quota then
+    select coalesce(max(q.used) filter (where q.period = 'day'), 0), coalesce(max(q.used) filter (where q.period = 'month'), 0)
+      into r_daily_used, r_monthly_used
+      from quota_usage q
+     where q.account_id = p_account and q.metric = p_metric
+       and ((q.period = 'day' and q.period_start = today) or (q.period = 'month' and q.period_start = month_start));
+    if r_daily_used >= r_daily_limit then r_status := 'quota_day'; return; end if;
+    if r_monthly_used >= r_monthly_limit then r_status := 'quota_month'; return; end if;
+  end if;
 
-        if r_monthly + r_onboarding < cost then r_status := 'credits'; return; end if;
-        from_m := least(cost, r_monthly); -- monthly credits are spent first
-        from_o := cost - from_m;
+  if r_monthly + r_onboarding < cost then r_status := 'credits'; return; end if;
+  from_m := least(cost, r_monthly); -- monthly credits are spent first
+  from_o := cost - from_m;
 
-        insert into credit_reservation (id, account_id, metric, base_cost, max_provider_cost, from_monthly, from_onboarding, status)
-        values (p_reservation, p_account, p_metric, p_base, p_max_provider, from_m, from_o, 'held')
-        on conflict (id) do nothing;
-        if not found then r_status := 'exists'; return; end if;
+  insert into credit_reservation (id, account_id, metric, base_cost, max_provider_cost, from_monthly, from_onboarding, status)
+  values (p_reservation, p_account, p_metric, p_base, p_max_provider, from_m, from_o, 'held')
+  on conflict (id) do nothing;
+  if not found then r_status := 'exists'; return; end if;
 
-        if p_consume_quota then
-          insert into quota_usage (account_id, metric, period, period_start, used)
-          values (p_account, p_metric, 'day', today, 1), (p_account, p_metric, 'month', month_start, 1)
-          on conflict (account_id, metric, period, period_start) do update set used = quota_usage.used + 1;
-          r_daily_used := r_daily_used + 1;
-          r_monthly_used := r_monthly_used + 1;
-        end if;
+  if p_consume_quota then
+    insert into quota_usage (account_id, metric, period, period_start, used)
+    values (p_account, p_metric, 'day', today, 1), (p_account, p_metric, 'month', month_start, 1)
+    on conflict (account_id, metric, period, period_start) do update set used = quota_usage.used + 1;
+    r_daily_used := r_daily_used + 1;
+    r_monthly_used := r_monthly_used + 1;
+  end if;
 
-        insert into credit_ledger (account_id, idempotency_key, kind, amount, monthly_delta, onboarding_delta,
-            monthly_after, onboarding_after, reservation_id, metric)
-        values (p_account, 'reserve:' || p_reservation, 'reserve', cost, -from_m, -from_o,
-            r_monthly - from_m, r_onboarding - from_o, p_reservation, p_metric)
-        on conflict (account_id, idempotency_key) do nothing;
-        if found and cost > 0 then
-          r_monthly := r_monthly - from_m;
-          r_onboarding := r_onboarding - from_o;
-          update credit_balance set monthly_remaining = r_monthly, onboarding_remaining = r_onboarding, updated_at = now()
-           where account_id = p_account;
-        end if;
-        r_status := 'ok';
-      end $function$;
+  insert into credit_ledger (account_id, idempotency_key, kind, amount, monthly_delta, onboarding_delta,
+      monthly_after, onboarding_after, reservation_id, metric)
+  values (p_account, 'reserve:' || p_reservation, 'reserve', cost, -from_m, -from_o,
+      r_monthly - from_m, r_onboarding - from_o, p_reservation, p_metric)
+  on conflict (account_id, idempotency_key) do nothing;
+  if found and cost > 0 then
+    r_monthly := r_monthly - from_m;
+    r_onboarding := r_onboarding - from_o;
+    update credit_balance set monthly_remaining = r_monthly, onboarding_remaining = r_onboarding, updated_at = now()
+     where account_id = p_account;
+  end if;
+  r_status := 'ok';
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_settle(p_reservation uuid, p_outcome text, p_provider integer, p_now timestamp with time zone, OUT r_status text, OUT r_account uuid, OUT r_charged integer, OUT r_refunded integer, OUT r_monthly integer, OUT r_onboarding integer, OUT r_period_start text, OUT r_period_end text, OUT r_allowance integer)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
-      declare
-        r record;
-        is_current boolean;
-        to_o integer;
-        to_m integer;
-      begin
-        select cr.account_id into r_account from credit_reservation cr where cr.id = p_reservation;
-        if not found then r_status := 'not_found'; return; end if;
-        -- Lock order everywhere: balance, then reservation.
-        select * into is_current, r_monthly, r_onboarding, r_period_start, r_period_end, r_allowance from cairn_lock_balance(r_account, p_now);
-        if not is_current then r_status := 'stale'; return; end if;
-        r_status := 'ok';
+declare
+  r record;
+  is_current boolean;
+  to_o integer;
+  to_m integer;
+begin
+  select cr.account_id into r_account from credit_reservation cr where cr.id = p_reservation;
+  if not found then r_status := 'not_found'; return; end if;
+  -- Lock order everywhere: balance, then reservation.
+  select * into is_current, r_monthly, r_onboarding, r_period_start, r_period_end, r_allowance from cairn_lock_balance(r_account, p_now);
+  if not is_current then r_status := 'stale'; return; end if;
+  r_status := 'ok';
 
-        select * into r from credit_reservation cr where cr.id = p_reservation for update;
-        if r.status = 'settled' then
-          r_charged := r.charged;
-          r_refunded := r.refunded;
-          return;
-        end if;
+  select * into r from credit_reservation cr where cr.id = p_reservation for update;
+  if r.status = 'settled' then
+    r_charged := r.charged;
+    r_refunded := r.refunded;
+    return;
+  end if;
 
-        r_charged := case p_outcome
-          when 'retrieval_failed' then 0
-          when 'abandoned' then r.base_cost
-          else r.base_cost + least(greatest(0, p_provider), r.max_provider_cost) end;
-        r_refunded := r.base_cost + r.max_provider_cost - r_charged;
-        -- Refund in reverse order of spending: onboarding credits first, then monthly.
-        to_o := least(r_refunded, r.from_onboarding);
-        to_m := r_refunded - to_o;
+  r_charged := case p_outcome
+    when 'retrieval_failed' then 0
+    when 'recognition_failed' then 0
+    when 'abandoned' then r.base_cost
+    else r.base_cost + least(greatest(0, p_provider), r.max_provider_cost) end;
+  r_refunded := r.base_cost + r.max_provider_cost - r_charged;
+  -- Refund in reverse order of spending: onboarding credits first, then monthly.
+  to_o := least(r_refunded, r.from_onboarding);
+  to_m := r_refunded - to_o;
 
-        insert into credit_ledger (account_id, idempotency_key, kind, amount, monthly_delta, onboarding_delta,
-            monthly_after, onboarding_after, reservation_id, metric, reason)
-        values (r_account, 'charge:' || p_reservation, 'charge', r_charged, 0, 0, r_monthly, r_onboarding, p_reservation, r.metric, p_outcome)
-        on conflict (account_id, idempotency_key) do nothing;
-        if r_refunded > 0 then
-          insert into credit_ledger (account_id, idempotency_key, kind, amount, monthly_delta, onboarding_delta,
-              monthly_after, onboarding_after, reservation_id, metric, reason)
-          values (r_account, 'refund:' || p_reservation, 'refund', r_refunded, to_m, to_o,
-              r_monthly + to_m, r_onboarding + to_o, p_reservation, r.metric, p_outcome)
-          on conflict (account_id, idempotency_key) do nothing;
-          if found then
-            r_monthly := r_monthly + to_m;
-            r_onboarding := r_onboarding + to_o;
-            update credit_balance set monthly_remaining = r_monthly, onboarding_remaining = r_onboarding, updated_at = now()
-             where account_id = r_account;
-          end if;
-        end if;
-        update credit_reservation set status = 'settled', charged = r_charged, refunded = r_refunded, outcome = p_outcome, settled_at = now()
-         where id = p_reservation;
-      end $function$;
+  insert into credit_ledger (account_id, idempotency_key, kind, amount, monthly_delta, onboarding_delta,
+      monthly_after, onboarding_after, reservation_id, metric, reason)
+  values (r_account, 'charge:' || p_reservation, 'charge', r_charged, 0, 0, r_monthly, r_onboarding, p_reservation, r.metric, p_outcome)
+  on conflict (account_id, idempotency_key) do nothing;
+  if r_refunded > 0 then
+    insert into credit_ledger (account_id, idempotency_key, kind, amount, monthly_delta, onboarding_delta,
+        monthly_after, onboarding_after, reservation_id, metric, reason)
+    values (r_account, 'refund:' || p_reservation, 'refund', r_refunded, to_m, to_o,
+        r_monthly + to_m, r_onboarding + to_o, p_reservation, r.metric, p_outcome)
+    on conflict (account_id, idempotency_key) do nothing;
+    if found then
+      r_monthly := r_monthly + to_m;
+      r_onboarding := r_onboarding + to_o;
+      update credit_balance set monthly_remaining = r_monthly, onboarding_remaining = r_onboarding, updated_at = now()
+       where account_id = r_account;
+    end if;
+  end if;
+  update credit_reservation set status = 'settled', charged = r_charged, refunded = r_refunded, outcome = p_outcome, settled_at = now()
+   where id = p_reservation;
+end $function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_term_impact(p_tf integer, p_len integer)
  RETURNS real
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-        select (0.1 * (case p_tf when 1 then 1.0 when 2 then 1.25 when 3 then 1.3611111111 when 4 then 1.4236111111
-                  else 1.6449340668 - 1.0 / p_tf + 0.5 / (p_tf::float8 ^ 2) - 1.0 / (6 * p_tf::float8 ^ 3) end)
-                / 1.6449340668 / (ln(p_len + 1) / ln(2)))::real
-      $function$;
+  select (0.1 * (case p_tf when 1 then 1.0 when 2 then 1.25 when 3 then 1.3611111111 when 4 then 1.4236111111
+            else 1.6449340668 - 1.0 / p_tf + 0.5 / (p_tf::float8 ^ 2) - 1.0 / (6 * p_tf::float8 ^ 3) end)
+          / 1.6449340668 / (ln(p_len + 1) / ln(2)))::real
+$function$;
 
 CREATE OR REPLACE FUNCTION public.cairn_tsv_length(v tsvector)
  RETURNS integer
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-        select coalesce(sum(coalesce(array_length(x.positions, 1), 1)), 0)::integer from unnest(v) x
-      $function$;
+  select coalesce(sum(coalesce(array_length(x.positions, 1), 1)), 0)::integer from unnest(v) x
+$function$;
 
 CREATE OR REPLACE FUNCTION public.credit_ledger_reject_update()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
-      begin raise exception 'credit_ledger is append-only'; end $function$;
+begin raise exception 'credit_ledger is append-only'; end $function$;
 
 -- Triggers
 

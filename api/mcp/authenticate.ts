@@ -56,7 +56,7 @@ export async function authenticateMcp(
   const challenge = (error?: string) =>
     `Bearer resource_metadata="${opts.resourceMetadataUrl}"${error ? `, error="${error}"` : ''}`;
   const refuse = (message: string, error?: string) =>
-    new McpHttpError(401, 'unauthorized', message, undefined, { 'www-authenticate': challenge(error) });
+    new McpHttpError(401, 'unauthorized', message, { headers: { 'www-authenticate': challenge(error) } });
 
   const header = request.headers.authorization;
   if (header === undefined) throw refuse('A credential is required: an API key or an MCP OAuth access token.');

@@ -14,9 +14,9 @@ const JSON_RPC = { parse: -32700, invalidRequest: -32600, server: -32000 } as co
  */
 export class McpHttpError extends AppError {
   readonly rpcCode: number;
-  constructor(status: number, code: ErrorCode, message: string, rpcCode: number = JSON_RPC.server, headers: Record<string, string> = {}) {
-    super(status, code, message, headers);
-    this.rpcCode = rpcCode;
+  constructor(status: number, code: ErrorCode, message: string, opts: { rpcCode?: number; headers?: Record<string, string> } = {}) {
+    super(status, code, message, opts.headers ?? {});
+    this.rpcCode = opts.rpcCode ?? JSON_RPC.server;
   }
 }
 
@@ -25,7 +25,7 @@ export function rpcErrorBody(err: { message: string; code: string; rpcCode: numb
 }
 
 const invalid = (message: string, rpcCode: number = JSON_RPC.invalidRequest) =>
-  new McpHttpError(400, 'validation_error', message, rpcCode);
+  new McpHttpError(400, 'validation_error', message, { rpcCode });
 
 /** Rule 1: Accept must list both application/json and text/event-stream (or a wildcard covering them). */
 export function checkAccept(accept: string | undefined): void {

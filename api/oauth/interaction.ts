@@ -63,7 +63,7 @@ export async function interactionRoutes(app: FastifyInstance, opts: { config: Co
     const chosen = many(((request.body ?? {}) as Form).scope);
     const scopes = CONNECTED_APP_SCOPES.filter((s) => chosen.includes(s)) as ConnectedAppScope[];
     if (scopes.length === 0) return showConsent(reply, found, principal, 'Choose at least one kind of access, or deny.');
-    await grantConsent(config, provider, request, reply, { found, accountId: principal.accountId, scopes });
+    await grantConsent({ config, provider }, request, reply, { found, accountId: principal.accountId, scopes });
   });
 
   app.post('/oauth/interaction/:uid/abort', hide, async (request, reply) => {
@@ -154,8 +154,7 @@ async function signIn(config: Config, request: FastifyRequest, reply: FastifyRep
 
 /** Saves the grant of the chosen scopes and resumes the authorization request with it. */
 async function grantConsent(
-  config: Config,
-  provider: Provider,
+  { config, provider }: { config: Config; provider: Provider },
   request: FastifyRequest,
   reply: FastifyReply,
   consent: { found: Interaction; accountId: string; scopes: ConnectedAppScope[] },

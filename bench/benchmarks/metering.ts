@@ -68,7 +68,7 @@ export const metering: Benchmark = {
       );
       const l = await timeEach(s.requests, s.concurrency, async () => {
         const r = await reserve(orm.em.fork(), { reservationId: randomUUID(), ...input() });
-        await settle(orm.em.fork(), r.reservationId, 'completed', 1);
+        await settle(orm.em.fork(), r.reservationId, 'completed', { providerCostUsed: 1 });
       });
       const z = await timeEach(s.requests, s.concurrency, () => orm.em.fork().getConnection().execute('select 1'));
       full.push(summarize(f).p50, summarize(f).p95);

@@ -4,7 +4,7 @@ import { createAccount } from '../../core/auth/accounts.ts';
 import { createApiKey } from '../../core/auth/api-keys.ts';
 import { SCOPES } from '../../core/contracts/account.ts';
 import type { Orm } from '../../platform/db/orm.ts';
-import { bound } from '../../platform/db/sql.ts';
+import { bound, sql } from '../../platform/db/sql.ts';
 import { loadConfig } from '../../platform/config.ts';
 import { inProcessExtraction } from '../../test/helpers/in-process-extraction.ts';
 import { buildSourceRecords } from '../../core/ingest/build/build.ts';
@@ -50,11 +50,10 @@ export async function newAccount(orm: Orm) {
 async function ingestDocument(em: EntityManager, accountId: string, filename: string, text: string): Promise<string> {
   const id = randomUUID();
   const bytes = Buffer.from(text);
-  await bound(em, `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, filename, content_type, dated_at)
-    values (?, ?, 'file', 'queued', ?, ?, ?, 'text/markdown', current_date)`, [id, accountId, id, id, filename]);
-  await bound(em, `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, 'text/markdown')`,
-    [id, accountId, bytes, hash(text), bytes.byteLength]);
-  await buildSourceRecords(em, extraction, id, null);
+  await bound(em, sql`insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, filename, content_type, dated_at)
+    values (${id}, ${accountId}, 'file', 'queued', ${id}, ${id}, ${filename}, 'text/markdown', current_date)`);
+  await bound(em, sql`insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (${id}, ${accountId}, ${bytes}, ${hash(text)}, ${bytes.byteLength}, 'text/markdown')`);
+  await buildSourceRecords(em, extraction, { jobId: id, fetch: null });
   return id;
 }
 
@@ -62,17 +61,16 @@ async function recordConversation(em: EntityManager, accountId: string, c: Retur
   const peer = randomUUID();
   const session = randomUUID();
   const event = randomUUID();
-  await bound(em, 'insert into memory_peer (id, account_id, label) values (?, ?, ?)', [peer, accountId, c.peer]);
-  await bound(em, 'insert into memory_session (id, account_id, label) values (?, ?, ?)', [session, accountId, c.session]);
-  await bound(em, `insert into memory_event (id, account_id, kind, status) values (?, ?, 'add_messages', 'succeeded')`, [event, accountId]);
+  await bound(em, sql`insert into memory_peer (id, account_id, label) values (${peer}, ${accountId}, ${c.peer})`);
+  await bound(em, sql`insert into memory_session (id, account_id, label) values (${session}, ${accountId}, ${c.session})`);
+  await bound(em, sql`insert into memory_event (id, account_id, kind, status) values (${event}, ${accountId}, 'add_messages', 'succeeded')`);
   for (const [i, content] of c.messages.entries()) {
-    await bound(em, `insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, available, created_at, content_hash)
-      values (?, ?, ?, ?, ?, ?, 'user', ?, true, ?, ?)`, [randomUUID(), accountId, peer, session, event, i, content, new Date(at + i * 60_000), hash(content)]);
+    await bound(em, sql`insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, available, created_at, content_hash)
+      values (${randomUUID()}, ${accountId}, ${peer}, ${session}, ${event}, ${i}, 'user', ${content}, true, ${new Date(at + i * 60_000)}, ${hash(content)})`);
   }
   for (const [i, claim] of c.claims.entries()) {
-    await bound(em, `insert into memory_claim (id, account_id, peer_id, session_id, content, state, authority, eligibility, support_status, head_revision, valid_from)
-      values (?, ?, ?, ?, ?, 'current', ?, 'eligible', 'supported', ?, ?)`,
-    [randomUUID(), accountId, peer, session, claim.content, claim.authority, randomUUID(), new Date(at + i * 3_600_000)]);
+    await bound(em, sql`insert into memory_claim (id, account_id, peer_id, session_id, content, state, authority, eligibility, support_status, head_revision, valid_from)
+      values (${randomUUID()}, ${accountId}, ${peer}, ${session}, ${claim.content}, 'current', ${claim.authority}, 'eligible', 'supported', ${randomUUID()}, ${new Date(at + i * 3_600_000)})`);
   }
 }
 
@@ -86,7 +84,7 @@ async function measureQuality(orm: Orm, index: SearchIndex, accountId: string, q
   const perKind = new Map<string, Quality & { n: number }>();
   const total = { recall5: 0, recall10: 0, mrr: 0 };
   for (const q of questions) {
-    const r = await retrieve(orm.em.fork(), boundaryOf(accountId), q.question, strategy, { index });
+    const r = await retrieve(orm.em.fork(), boundaryOf(accountId), { query: q.question, strategy }, { index });
     const top = r.ranked.slice(0, EVIDENCE_LIMIT);
     const at = top.findIndex((c) => c.text.includes(q.answer));
     const hit = { recall5: at >= 0 && at < 5 ? 1 : 0, recall10: at >= 0 ? 1 : 0, mrr: at >= 0 ? 1 / (at + 1) : 0 };
@@ -111,40 +109,38 @@ export async function loadLatencyCorpus(orm: Orm, accountId: string, size: numbe
   // Bulk load: maintaining the GIN full-text index row by row made the load several
   // times slower than building it once over the loaded rows, so the secondary indexes are dropped
   // and recreated from their own definitions (the schema is what the migrations made).
-  const indexes = await bound<{ name: string; def: string }>(em, `select indexname as name, indexdef as def from pg_indexes
-    where schemaname = current_schema() and tablename = 'record' and indexname <> 'record_pkey'`, []);
-  for (const i of indexes) await bound(em, `drop index "${i.name}"`, []);
+  const indexes = await bound<{ name: string; def: string }>(em, sql`select indexname as name, indexdef as def from pg_indexes
+    where schemaname = current_schema() and tablename = 'record' and indexname <> 'record_pkey'`);
+  for (const i of indexes) await bound(em, sql`drop index ${sql.raw(`"${i.name}"`)}`);
   log(`inserting ${size} excerpts`);
   // Each made-up word is three of the 27 syllables, picked from the word's number by arithmetic: a
   // prebuilt array of all 19,683 words would be detoasted on every subscript (about 30x slower).
-  await bound(em, `insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, content_hash)
-    with v as materialized (select string_to_array(?, ' ') as w, string_to_array(?, ' ') as y)
-    select gen_random_uuid(), ?, ?, 'excerpt', t.text, 0, length(t.text), md5(t.text)
+  await bound(em, sql`insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, content_hash)
+    with v as materialized (select string_to_array(${VOCABULARY}, ' ') as w, string_to_array(${SYLLABLES}, ' ') as y)
+    select gen_random_uuid(), ${accountId}, ${source}, 'excerpt', t.text, 0, length(t.text), md5(t.text)
       from (select (select string_agg(case when k % 30 = 0 then v.w[1 + ((g * 31 + k * 17) % array_length(v.w, 1))]
                                            else v.y[1 + x / 27 % 27] || v.y[1 + x % 27] || v.y[1 + x / 729] end, ' ')
                       from generate_series(1, 60) k, lateral (select (g * 7919 + k * 104729) % 19683 as x) i) || ' ' || g as text
-              from v, generate_series(1, ?) g) t`,
-  [VOCABULARY, SYLLABLES, accountId, source, size]);
+              from v, generate_series(1, ${size}) g) t`);
   log(`building ${indexes.length} indexes`);
   await em.transactional(async (tx) => {
-    await bound(tx, "set local maintenance_work_mem = '256MB'", []);
-    for (const i of indexes) await bound(tx, i.def, []);
+    await bound(tx, sql`set local maintenance_work_mem = '256MB'`);
+    for (const i of indexes) await bound(tx, sql.raw(i.def));
   });
   // The impact index rows ingest would have written, one batch per 2,000 records as ingest batches them
   // (replacing the seed document's own rows: the synthetic excerpts belong to the same source).
   log('building the impact index');
   await em.transactional(async (tx) => {
-    await bound(tx, "set local work_mem = '256MB'", []);
-    await bound(tx, 'delete from record_term where source_id = ?', [source]);
-    await bound(tx, `insert into record_term (account_id, source_id, lexeme, record_ids, impacts)
-      ${recordTermRows('(select id, account_id, source_id, tsv, (row_number() over (order by id) - 1) / 2000 as batch from record where source_id = ?)')}`,
-    [source]);
+    await bound(tx, sql`set local work_mem = '256MB'`);
+    await bound(tx, sql`delete from record_term where source_id = ${source}`);
+    await bound(tx, sql`insert into record_term (account_id, source_id, lexeme, record_ids, impacts)
+      ${recordTermRows(sql`(select id, account_id, source_id, tsv, (row_number() over (order by id) - 1) / 2000 as batch from record where source_id = ${source})`)}`);
   });
   // The source's totals, as ingest keeps them with its records (retrieval's statistics).
-  await bound(em, `update source set record_count = r.n, record_length = r.len
-    from (select count(*) as n, sum(cairn_tsv_length(tsv)) as len from record where source_id = ?) r where id = ?`, [source, source]);
-  await bound(em, 'vacuum analyze record', []);
-  await bound(em, 'vacuum analyze record_term', []);
+  await bound(em, sql`update source set record_count = r.n, record_length = r.len
+    from (select count(*) as n, sum(cairn_tsv_length(tsv)) as len from record where source_id = ${source}) r where id = ${source}`);
+  await bound(em, sql`vacuum analyze record`);
+  await bound(em, sql`vacuum analyze record_term`);
 }
 
 const SYLLABLES = 'ka lo mi ne ru sa te vo bri dan fel gor hul jin kes lum mor nis pat quo rin sul tor ulm vex wyn zar';
@@ -203,7 +199,7 @@ export const query: Benchmark = {
     for (const d of set.documents) await ingestDocument(q.orm.em.fork(), qa.id, d.filename, d.text);
     let at = Date.now() - 90 * 86_400_000;
     for (const c of set.conversations) await recordConversation(q.orm.em.fork(), qa.id, c, (at += 3_600_000));
-    await bound(q.orm.em.fork(), 'analyze', []);
+    await bound(q.orm.em.fork(), sql`analyze`);
     // Quality as the API serves it: source records ranked by the in-memory index.
     const qIndex = createSearchIndex({ orm: q.orm, maxBytes: 256 * 1048576 });
     await qIndex.warm(qa.id);
@@ -234,17 +230,16 @@ export const query: Benchmark = {
     const indexMb = api.searchIndex.usage().bytes / 1048576;
     ctx.log(`in-memory index loaded in ${indexLoadMs.toFixed(0)} ms, ${indexMb.toFixed(0)} MB held`);
     const inProcess = (strategy: Strategy) => (i: number) =>
-      retrieve(l.orm.em.fork(), boundaryOf(la.id), LATENCY_QUERIES[i % LATENCY_QUERIES.length], strategy, { index: api.searchIndex });
+      retrieve(l.orm.em.fork(), boundaryOf(la.id), { query: LATENCY_QUERIES[i % LATENCY_QUERIES.length], strategy }, { index: api.searchIndex });
 
     const orQuery = (q: string) => q.split(' ').join(' | ');
     const floorQuery = (i: number) => bound(l.orm.em.fork(),
-      `select r.id, ts_rank(r.tsv, tq, 1) as score from record r, to_tsquery('english', ?) tq
-        where r.account_id = ? and r.tsv @@ tq order by score desc limit 10`,
-      [orQuery(LATENCY_QUERIES[i % LATENCY_QUERIES.length]!), la.id]);
+      sql`select r.id, ts_rank(r.tsv, tq, 1) as score from record r, to_tsquery('english', ${orQuery(LATENCY_QUERIES[i % LATENCY_QUERIES.length]!)}) tq
+        where r.account_id = ${la.id} and r.tsv @@ tq order by score desc limit 10`);
     // How many rows each query matches: what the floor (and every engine) must at least look at.
     const matched: number[] = [];
     for (const q of LATENCY_QUERIES) {
-      const [row] = await bound<{ n: string }>(l.orm.em.fork(), `select count(*) as n from record r where r.account_id = ? and r.tsv @@ to_tsquery('english', ?)`, [la.id, orQuery(q)]);
+      const [row] = await bound<{ n: string }>(l.orm.em.fork(), sql`select count(*) as n from record r where r.account_id = ${la.id} and r.tsv @@ to_tsquery('english', ${orQuery(q)})`);
       matched.push(Number(row!.n));
     }
 

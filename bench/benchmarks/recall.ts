@@ -221,7 +221,7 @@ export const recall: Benchmark = {
         const boundary = { accountId: l.accountId, audiences: null, includeSources: true, includeMemory: true, sourceIds: null, peerIds: null, sessionIds: null, agentId: null };
         for (const q of c.questions) {
           if (!q.evidence.length) continue;
-          const r = await retrieve(orm.em.fork(), boundary, q.question, strategy, { index: api.searchIndex, plan });
+          const r = await retrieve(orm.em.fork(), boundary, { query: q.question, strategy }, { index: api.searchIndex, plan });
           record(score, q.category, q.evidence, r.ranked.slice(0, LIMIT).map((e) => (e.kind === 'message' ? [e.ref.id] : (e.supports ?? []).map((m) => m.ref.id))
             .map((id) => l.byMessage.get(id)).filter((t): t is string => t !== undefined)));
         }

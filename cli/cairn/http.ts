@@ -14,12 +14,12 @@ export class ApiError extends Error {
   readonly requestId: string | null;
   readonly retryAfter: string | null;
 
-  constructor(status: number, code: string, message: string, requestId: string | null, retryAfter: string | null) {
+  constructor(status: number, code: string, message: string, seen: { requestId: string | null; retryAfter: string | null }) {
     super(message);
     this.status = status;
     this.code = code;
-    this.requestId = requestId;
-    this.retryAfter = retryAfter;
+    this.requestId = seen.requestId;
+    this.retryAfter = seen.retryAfter;
   }
 }
 
@@ -46,10 +46,10 @@ function errorFrom(status: number, headers: Headers, text: string): ApiError {
   const e = envelope?.error;
   const retryAfter = headers.get('retry-after');
   if (e && typeof e.code === 'string') {
-    return new ApiError(status, e.code, String(e.message ?? ''), e.requestId ?? headers.get('x-request-id'), retryAfter);
+    return new ApiError(status, e.code, String(e.message ?? ''), { requestId: e.requestId ?? headers.get('x-request-id'), retryAfter });
   }
   // Not the service's envelope (a proxy in between, or the wrong address): say what came back.
-  return new ApiError(status, `http_${status}`, text.slice(0, 200).trim() || `HTTP ${status}`, headers.get('x-request-id'), retryAfter);
+  return new ApiError(status, `http_${status}`, text.slice(0, 200).trim() || `HTTP ${status}`, { requestId: headers.get('x-request-id'), retryAfter });
 }
 
 export type ApiClient = ReturnType<typeof apiClient>;
@@ -80,7 +80,7 @@ export function apiClient(baseUrl: string, bearer: string | null) {
     try {
       body = text ? JSON.parse(text) : null;
     } catch {
-      throw new ApiError(res.status, 'invalid_response', `${baseUrl} did not answer with JSON; is it a Cairn service?`, null, null);
+      throw new ApiError(res.status, 'invalid_response', `${baseUrl} did not answer with JSON; is it a Cairn service?`, { requestId: null, retryAfter: null });
     }
     return { status: res.status, headers: res.headers, body };
   }

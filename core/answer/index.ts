@@ -65,8 +65,9 @@ const ready = (found: AnswerSentence[], answerer: 'builtin-extractive' | 'provid
 
 /** Answer mode (spec 2.3): one of the four rows of the answer-mode table. */
 export async function answerQuery(
-  cfg: AnswerConfig, query: string, evidence: AnswerEvidence[], logger: Logger, conflicts: AnswerConflict[] = [],
+  cfg: AnswerConfig, query: string, found: { evidence: AnswerEvidence[]; conflicts?: AnswerConflict[] }, logger: Logger,
 ): Promise<AnswerOutcome> {
+  const { evidence, conflicts = [] } = found;
   const noProvider = { name: null, model: null, called: false, usage: null, credits: 0 };
   if (cfg.mode === 'disabled') return { execution: 'provider_required', answer: null, provider: noProvider, failure: null };
   if (cfg.mode === 'builtin') {

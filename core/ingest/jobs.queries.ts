@@ -90,5 +90,5 @@ export async function recentJobs(em: EntityManager, accountId: string, limit: nu
  */
 export function storedBytes(em: EntityManager, jobId: string, size: number | null): ByteSource {
   if (size === null) throw new Error(`ingest job ${jobId} has no stored bytes`);
-  return { size: Number(size), read: longBytesReader(em, 'ingest_blob', 'bytes', 'job_id', jobId) };
+  return { size: Number(size), read: longBytesReader(em, { table: 'ingest_blob', column: 'bytes', key: 'job_id', id: jobId }) };
 }

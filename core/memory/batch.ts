@@ -1,4 +1,4 @@
-import { embedForStorage, type Embedder } from '../retrieval/embeddings.ts';
+import { embedForStorage, NO_EMBEDDING, type StoredEmbedding } from '../retrieval/embeddings.ts';
 import { commitAdds, GONE, type DerivedAdd } from './commit.ts';
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import type { ClaimDeriver } from './deriver.ts';
@@ -21,14 +21,13 @@ export type BatchOutcome = { succeeded: number; failed: number; finishedBefore: 
  * failure never undoes another's. The events that threw are returned in `retry` for the workflow to
  * try again later. Idempotent: a retried batch skips the events that already ended.
  */
-export async function processBatch(
-  em: Em,
-  deriver: ClaimDeriver,
-  batchId: string,
-  eventIds: string[],
-  onError: (eventId: string, err: unknown) => void,
-  embeddings: { embedder: Embedder | null; log: { warn(o: object, m: string): void } } = { embedder: null, log: { warn: () => {} } },
-): Promise<BatchOutcome> {
+export async function processBatch(em: Em, deriver: ClaimDeriver, batch: {
+  batchId: string;
+  eventIds: string[];
+  onError: (eventId: string, err: unknown) => void;
+  embeddings?: StoredEmbedding;
+}): Promise<BatchOutcome> {
+  const { batchId, eventIds, onError, embeddings = NO_EMBEDDING } = batch;
   const events = await beginBatch(em, batchId, eventIds);
   const outcome: BatchOutcome = { succeeded: 0, failed: 0, finishedBefore: eventIds.length - events.length, retry: [] };
   const fail = (ids: string[], err: unknown) => {

@@ -1,8 +1,8 @@
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import type { Reach } from '../auth/principal.ts';
 import type { Claim } from '../contracts/memory.ts';
-import { audienceCondition, bound, sql } from '../../platform/db/sql.ts';
-import { exactTime } from './pagination.ts';
+import { bound, inAudiences, sql } from '../../platform/db/sql.ts';
+import { exactTime } from './messages.queries.ts';
 
 // The claim statements (memory_claim, memory_claim_history): reads by id, page, rank and peer, the
 // guarded changes and their history, and the batch commit's inserts. The rules are in claims.ts and
@@ -22,29 +22,30 @@ export type ClaimRow = {
 
 /**
  * A claim with its conflicts both ways: conflicts_with holds the claims it contradicted when it was
- * made, and `later` the claims made since that contradict it (they list it; migration 0020). A claim
+ * made, and `later` the claims made since that contradict it (they list it). A claim
  * is conflicting while either side is non-empty, unless a person has asserted it. A corrected claim
  * also brings its latest correction (`corr`), which is what it cites.
  */
-const CLAIM_SELECT = `select c.id, c.content, p.label as peer_label, s.label as session_label, c.agent_id, c.authority,
+const CLAIM_COLUMNS = `c.id, c.content, p.label as peer_label, s.label as session_label, c.agent_id, c.authority,
   c.state, c.eligibility,
   case when c.support_status = 'supported' and cardinality(later.ids) > 0 then 'conflicting' else c.support_status end as support_status,
   c.categories, c.valid_from, c.valid_to, c.message_id, c.span_start, c.span_end,
   m.content as message_content, c.conflicts_with || later.ids as conflicts_with, c.warning, c.head_revision, c.revision, c.created_at,
   c.updated_at, c.peer_id, corr.successor_revision as corrected_revision, corr.marker as corrected_marker,
-  corr.reason as corrected_reason, corr.created_at as corrected_at, ${exactTime('c.created_at')} as created_key
-  from memory_claim c join memory_peer p on p.id = c.peer_id
+  corr.reason as corrected_reason, corr.created_at as corrected_at, ${exactTime('c.created_at')} as created_key`;
+const CLAIM_FROM = `from memory_claim c join memory_peer p on p.id = c.peer_id
   cross join lateral (select coalesce(array_agg(o.id order by o.created_at, o.id), '{}') as ids from memory_claim o
                        where o.conflicts_with @> array[c.id] and o.peer_id = c.peer_id and not (o.id = any(c.conflicts_with))) later
   left join lateral (select h.successor_revision, h.marker, h.reason, h.created_at from memory_claim_history h
                       where h.claim_id = c.id and h.event = 'UPDATE' and c.authority = 'correction_memory'
                       order by h.seq desc limit 1) corr on true
   left join memory_session s on s.id = c.session_id left join memory_message m on m.id = c.message_id`;
+const CLAIM_SELECT = sql.raw(`select ${CLAIM_COLUMNS} ${CLAIM_FROM}`);
 
 /** A claim of the account inside the key's audiences (a claim carries its message's audience); `lock`: for update. */
 export async function claimInReach(em: Em, reach: Reach, claimId: string, lock: boolean): Promise<ClaimRow | undefined> {
-  const inReach = audienceCondition('c.audience', reach.audiences);
-  const [row] = await bound<ClaimRow>(em, `${CLAIM_SELECT} where c.id = ? and c.account_id = ?${inReach.sql}${lock ? ' for update of c' : ''}`, [claimId, reach.accountId, ...inReach.params]);
+  const [row] = await bound<ClaimRow>(em, sql`${CLAIM_SELECT} where c.id = ${claimId} and c.account_id = ${reach.accountId}${
+    inAudiences('c.audience', reach.audiences)}${lock ? sql` for update of c` : sql.empty}`);
   return row;
 }
 
@@ -52,27 +53,16 @@ export async function claimInReach(em: Em, reach: Reach, claimId: string, lock: 
 export async function claimsAfter(em: Em, reach: Reach, f: {
   state: Claim['state']; peerId?: string; sessionId?: string; after?: [string, string]; limit: number;
 }): Promise<ClaimRow[]> {
-  const inReach = audienceCondition('c.audience', reach.audiences);
-  const where = [`c.account_id = ? and c.state = ?${inReach.sql}`];
-  const params: unknown[] = [reach.accountId, f.state, ...inReach.params];
-  if (f.peerId !== undefined) {
-    where.push('c.peer_id = ?');
-    params.push(f.peerId);
-  }
-  if (f.sessionId !== undefined) {
-    where.push('c.session_id = ?');
-    params.push(f.sessionId);
-  }
-  if (f.after) {
-    where.push('(c.created_at, c.id) < (?::timestamptz, ?::uuid)');
-    params.push(...f.after);
-  }
-  return bound<ClaimRow>(em, `${CLAIM_SELECT} where ${where.join(' and ')} order by c.created_at desc, c.id desc limit ?`, [...params, f.limit]);
+  return bound<ClaimRow>(em, sql`${CLAIM_SELECT} where c.account_id = ${reach.accountId} and c.state = ${f.state}${
+    inAudiences('c.audience', reach.audiences)}${f.peerId !== undefined ? sql` and c.peer_id = ${f.peerId}` : sql.empty}${
+    f.sessionId !== undefined ? sql` and c.session_id = ${f.sessionId}` : sql.empty}${
+    f.after ? sql` and (c.created_at, c.id) < (${f.after[0]}::timestamptz, ${f.after[1]}::uuid)` : sql.empty}
+    order by c.created_at desc, c.id desc limit ${f.limit}`);
 }
 
 /** Claims by id (no boundary: the ids come from a read that applied it). */
 export async function claimsByIds(em: Em, ids: string[]): Promise<ClaimRow[]> {
-  return bound<ClaimRow>(em, `${CLAIM_SELECT} where c.id = any(?::uuid[])`, [ids]);
+  return bound<ClaimRow>(em, sql`${CLAIM_SELECT} where c.id = any(${ids}::uuid[])`);
 }
 
 /**
@@ -84,28 +74,25 @@ export function anyWordQuery(text: string): string | null {
   return words.length ? words.join(' | ') : null;
 }
 
+const ELIGIBLE = sql.raw("and c.eligibility = 'eligible'");
+
 /** Current claims of a peer ranked against a query; `eligibleOnly` for context (never pending ones). */
-export async function rankClaims(em: Em, peerId: string, query: string, limit: number, eligibleOnly: boolean): Promise<ClaimRow[]> {
+export async function rankClaims(em: Em, peerId: string, r: { query: string; limit: number; eligibleOnly: boolean }): Promise<ClaimRow[]> {
+  const { query, limit, eligibleOnly } = r;
   const tsq = anyWordQuery(query);
-  return bound<ClaimRow>(
-    em,
-    `select * from (
-       ${CLAIM_SELECT.replace('select ', `select (coalesce(ts_rank_cd(c.tsv, to_tsquery('english', ?)), 0) + similarity(c.content, ?))::float8 as score, `)}
-       where c.peer_id = ? and c.state = 'current' ${eligibleOnly ? "and c.eligibility = 'eligible'" : ''}
-         and (c.tsv @@ to_tsquery('english', ?) or similarity(c.content, ?) > 0.15)
-     ) ranked order by score desc, created_at desc limit ?`,
-    [tsq ?? '', query, peerId, tsq ?? '', query, limit],
-  );
+  return bound<ClaimRow>(em, sql`select * from (
+       select (coalesce(ts_rank_cd(c.tsv, to_tsquery('english', ${tsq ?? ''})), 0) + similarity(c.content, ${query}))::float8 as score,
+              ${sql.raw(CLAIM_COLUMNS)} ${sql.raw(CLAIM_FROM)}
+       where c.peer_id = ${peerId} and c.state = 'current' ${eligibleOnly ? ELIGIBLE : sql.empty}
+         and (c.tsv @@ to_tsquery('english', ${tsq ?? ''}) or similarity(c.content, ${query}) > 0.15)
+     ) ranked order by score desc, created_at desc limit ${limit}`);
 }
 
 /** All claims of a peer in the given states, newest first. */
-export async function peerClaims(em: Em, peerId: string, states: Claim['state'][], eligibleOnly: boolean, limit = 200): Promise<ClaimRow[]> {
-  return bound<ClaimRow>(
-    em,
-    `${CLAIM_SELECT} where c.peer_id = ? and c.state = any(?::text[]) ${eligibleOnly ? "and c.eligibility = 'eligible'" : ''}
-      order by c.created_at desc, c.id desc limit ?`,
-    [peerId, states, limit],
-  );
+export async function peerClaims(em: Em, peerId: string, f: { states: Claim['state'][]; eligibleOnly: boolean; limit: number }): Promise<ClaimRow[]> {
+  const { states, eligibleOnly, limit } = f;
+  return bound<ClaimRow>(em, sql`${CLAIM_SELECT} where c.peer_id = ${peerId} and c.state = any(${states}::text[]) ${eligibleOnly ? ELIGIBLE : sql.empty}
+      order by c.created_at desc, c.id desc limit ${limit}`);
 }
 
 // Changes -----------------------------------------------------------------------------------------
@@ -114,11 +101,10 @@ export async function peerClaims(em: Em, peerId: string, states: Claim['state'][
 export async function clearConflicts(tx: Em, claim: { id: string; peer_id: string }): Promise<void> {
   await bound(
     tx,
-    `update memory_claim set conflicts_with = array_remove(conflicts_with, ?::uuid),
-        support_status = case when support_status = 'conflicting' and cardinality(array_remove(conflicts_with, ?::uuid)) = 0
+    sql`update memory_claim set conflicts_with = array_remove(conflicts_with, ${claim.id}::uuid),
+        support_status = case when support_status = 'conflicting' and cardinality(array_remove(conflicts_with, ${claim.id}::uuid)) = 0
                               then 'supported' else support_status end
-      where peer_id = ? and conflicts_with @> array[?::uuid]`,
-    [claim.id, claim.id, claim.peer_id, claim.id],
+      where peer_id = ${claim.peer_id} and conflicts_with @> array[${claim.id}::uuid]`,
   );
 }
 
@@ -127,15 +113,14 @@ export type HistoryRow = { seq: number; event: 'ADD' | 'UPDATE' | 'DELETE'; prio
 export async function lastHistory(tx: Em, claimId: string): Promise<HistoryRow> {
   const [h] = await bound<HistoryRow>(
     tx,
-    'select seq, event, prior_revision, successor_revision, request_hash, marker, created_at, valid_to from memory_claim_history where claim_id = ? order by seq desc limit 1',
-    [claimId],
+    sql`select seq, event, prior_revision, successor_revision, request_hash, marker, created_at, valid_to from memory_claim_history where claim_id = ${claimId} order by seq desc limit 1`,
   );
   return h!;
 }
 
 /** The transaction's time to the millisecond: a change's validity bound, update time and history time. */
 export async function changeTime(tx: Em): Promise<Date> {
-  const [now] = await bound<{ now: Date }>(tx, "select date_trunc('milliseconds', now()) as now", []);
+  const [now] = await bound<{ now: Date }>(tx, sql`select date_trunc('milliseconds', now()) as now`);
   return now!.now;
 }
 
@@ -145,10 +130,9 @@ type Head = { id: string; revision: number; head: string; at: Date };
 export async function correctHead(tx: Em, h: Head & { content: string }): Promise<void> {
   await bound(
     tx,
-    `update memory_claim set content = ?, revision = ?, head_revision = ?, authority = 'correction_memory', state = 'current',
+    sql`update memory_claim set content = ${h.content}, revision = ${h.revision}, head_revision = ${h.head}, authority = 'correction_memory', state = 'current',
         eligibility = 'eligible', support_status = 'user_asserted', warning = null, conflicts_with = '{}',
-        valid_from = ?, valid_to = null, updated_at = ? where id = ?`,
-    [h.content, h.revision, h.head, h.at, h.at, h.id],
+        valid_from = ${h.at}, valid_to = null, updated_at = ${h.at} where id = ${h.id}`,
   );
 }
 
@@ -156,9 +140,8 @@ export async function correctHead(tx: Em, h: Head & { content: string }): Promis
 export async function withdrawHead(tx: Em, h: Head): Promise<void> {
   await bound(
     tx,
-    `update memory_claim set state = 'withdrawn', eligibility = 'not_eligible', revision = ?, head_revision = ?, valid_to = ?,
-        conflicts_with = '{}', updated_at = ? where id = ?`,
-    [h.revision, h.head, h.at, h.at, h.id],
+    sql`update memory_claim set state = 'withdrawn', eligibility = 'not_eligible', revision = ${h.revision}, head_revision = ${h.head}, valid_to = ${h.at},
+        conflicts_with = '{}', updated_at = ${h.at} where id = ${h.id}`,
   );
 }
 
@@ -167,14 +150,11 @@ export async function appendChange(tx: Em, c: {
   claimId: string; seq: number; accountId: string; event: 'UPDATE' | 'DELETE'; priorContent: string; successorContent: string | null;
   priorRevision: string; successorRevision: string; reason: string; requestHash: string; validFrom: Date; at: Date; marker: string;
 }): Promise<void> {
-  const successor = c.event === 'UPDATE' ? [c.successorContent] : [];
-  await bound(
-    tx,
-    `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
+  const change = c.event === 'UPDATE' ? sql`'UPDATE', ${c.priorContent}, ${c.successorContent}` : sql`'DELETE', ${c.priorContent}, null`;
+  await bound(tx, sql`insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
          successor_revision, reason, request_hash, valid_from, valid_to, marker, created_at)
-       values (?, ?, ?, ${c.event === 'UPDATE' ? "'UPDATE', ?, ?" : "'DELETE', ?, null"}, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [c.claimId, c.seq, c.accountId, c.priorContent, ...successor, c.priorRevision, c.successorRevision, c.reason, c.requestHash, c.validFrom, c.at, c.marker, c.at],
-  );
+       values (${c.claimId}, ${c.seq}, ${c.accountId}, ${change}, ${c.priorRevision}, ${c.successorRevision}, ${c.reason}, ${c.requestHash},
+               ${c.validFrom}, ${c.at}, ${c.marker}, ${c.at})`);
 }
 
 export type FullHistoryRow = HistoryRow & { prior_content: string | null; successor_content: string | null; reason: string | null; valid_from: Date | null };
@@ -183,10 +163,9 @@ export type FullHistoryRow = HistoryRow & { prior_content: string | null; succes
 export async function historyOf(em: Em, claimId: string): Promise<FullHistoryRow[]> {
   return bound<FullHistoryRow>(
     em,
-    `select seq, event, prior_content, successor_content, prior_revision, successor_revision, reason, request_hash, valid_from,
+    sql`select seq, event, prior_content, successor_content, prior_revision, successor_revision, reason, request_hash, valid_from,
             valid_to, marker, created_at
-       from memory_claim_history where claim_id = ? order by seq`,
-    [claimId],
+       from memory_claim_history where claim_id = ${claimId} order by seq`,
   );
 }
 
@@ -246,15 +225,14 @@ export type NewClaim = {
 export async function insertDerivedClaims(tx: Em, claims: NewClaim[]): Promise<Set<string>> {
   return new Set((await bound<{ id: string }>(
     tx,
-    `insert into memory_claim (id, account_id, peer_id, session_id, event_id, message_id, span_start, span_end, content, state,
+    sql`insert into memory_claim (id, account_id, peer_id, session_id, event_id, message_id, span_start, span_end, content, state,
            authority, eligibility, support_status, categories, warning, conflicts_with, agent_id, revision, head_revision, valid_from,
            slot, audience, created_at)
          select id, account_id, peer_id, session_id, event_id, message_id, span_start, span_end, content, state, 'inferred_memory',
            eligibility, support_status, categories, warning, conflicts_with, agent_id, 1, head_revision, valid_from, slot, audience,
            clock_timestamp()
-           from jsonb_populate_recordset(null::memory_claim, ?::jsonb)
+           from jsonb_populate_recordset(null::memory_claim, ${JSON.stringify(claims)}::jsonb)
          on conflict (id) do nothing returning id`,
-    [JSON.stringify(claims)],
   )).map((r) => r.id));
 }
 
@@ -267,11 +245,10 @@ export type AddEntry = {
 export async function insertAddEntries(tx: Em, entries: AddEntry[]): Promise<void> {
   await bound(
     tx,
-    `insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
+    sql`insert into memory_claim_history (claim_id, seq, account_id, event, prior_content, successor_content, prior_revision,
              successor_revision, reason, valid_from, marker)
            select claim_id, seq, account_id, event, null, successor_content, null, successor_revision, reason, valid_from, marker
-             from jsonb_populate_recordset(null::memory_claim_history, ?::jsonb)
+             from jsonb_populate_recordset(null::memory_claim_history, ${JSON.stringify(entries)}::jsonb)
            on conflict do nothing`,
-    [JSON.stringify(entries)],
   );
 }

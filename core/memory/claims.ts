@@ -88,7 +88,7 @@ export async function listClaims(em: Em, reach: Reach, req: ClaimsListRequest) {
 export async function queryClaims(em: Em, reach: Reach, req: { peer_id: string; query: string; limit: number }) {
   // A peer's claims carry the peer's audience: reaching the peer is reaching its claims.
   const peer = await requireLabel(em, reach, 'peer', req.peer_id);
-  const rows = await rankClaims(em, peer.id, req.query, req.limit, false);
+  const rows = await rankClaims(em, peer.id, { query: req.query, limit: req.limit, eligibleOnly: false });
   return {
     schemaVersion: 'service-memory-page-v1' as const,
     items: rows.map((r) => ({ ...claimRecord(r), score: Number(r.score ?? 0) })),
@@ -100,7 +100,8 @@ export async function queryClaims(em: Em, reach: Reach, req: { peer_id: string; 
  * The guard of every change: the given head_revision must be the claim's head, or the request must be
  * an exact retry of the change that produced the current head (then the stored result is replayed).
  */
-async function guard(tx: Em, claim: ClaimRow, given: string, event: 'UPDATE' | 'DELETE', hash: string): Promise<HistoryRow | 'apply'> {
+async function guard(tx: Em, claim: ClaimRow, change: { given: string; event: 'UPDATE' | 'DELETE'; hash: string }): Promise<HistoryRow | 'apply'> {
+  const { given, event, hash } = change;
   if (given === claim.head_revision && claim.state !== 'withdrawn') return 'apply';
   const last = await lastHistory(tx, claim.id);
   if (last.event === event && last.prior_revision === given && last.request_hash === hash && last.successor_revision === claim.head_revision) {
@@ -133,7 +134,7 @@ export async function updateClaim(em: Em, reach: Reach, claimId: string, req: { 
   const hash = changeHash('UPDATE', req.content, req.reason);
   return em.transactional(async (tx) => {
     const claim = await findClaim(tx, reach, claimId, true);
-    const g = await guard(tx, claim, req.head_revision, 'UPDATE', hash);
+    const g = await guard(tx, claim, { given: req.head_revision, event: 'UPDATE', hash });
     if (g !== 'apply') {
       return { schemaVersion: 'service-memory-claim-update-v1' as const, claim: claimRecord(claim), prior_revision: req.head_revision, marker: g.marker, replayed: true };
     }
@@ -155,7 +156,7 @@ export async function withdrawClaim(em: Em, reach: Reach, claimId: string, req: 
   const hash = changeHash('DELETE', null, req.reason);
   return em.transactional(async (tx) => {
     const claim = await findClaim(tx, reach, claimId, true);
-    const g = await guard(tx, claim, req.head_revision, 'DELETE', hash);
+    const g = await guard(tx, claim, { given: req.head_revision, event: 'DELETE', hash });
     const receipt = (head: string, validTo: Date, marker: string, replayed: boolean) => ({
       schemaVersion: 'service-memory-claim-delete-v1' as const,
       claim_id: claim.id,

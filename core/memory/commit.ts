@@ -83,7 +83,7 @@ function decideAdds(adds: DerivedAdd[], live: { peers: Set<string>; sessions: Se
     const conflicts = new Set<string>();
     const superseded = new Set<string>();
     proposals.forEach((p, n) => {
-      const claim = decideClaim(add, p, n, before, peerClaims, outcome);
+      const claim = decideClaim(add, p, { n, before, peerClaims, outcome });
       if (!claim) return;
       claims.push(claim.row);
       ids.push(claim.row.id);
@@ -114,7 +114,9 @@ function decideAdds(adds: DerivedAdd[], live: { peers: Set<string>; sessions: Se
  * duplicate in `outcome`. `before`: the peer's current claims before this event, the only ones it can
  * conflict with or supersede; `peerClaims`: those plus the event's own claims so far.
  */
-function decideClaim({ ev, messages }: DerivedAdd, p: Proposal, n: number, before: CurrentClaim[], peerClaims: CurrentClaim[], outcome: Record<string, unknown>) {
+type Seen = { n: number; before: CurrentClaim[]; peerClaims: CurrentClaim[]; outcome: Record<string, unknown> };
+
+function decideClaim({ ev, messages }: DerivedAdd, p: Proposal, { n, before, peerClaims, outcome }: Seen) {
   const hostile = p.injection !== null;
   if (!hostile) {
     const same = peerClaims.find((c) => ((c.slot !== null && c.slot === (p.slot ?? '')) || c.content.toLowerCase() === p.content.toLowerCase())

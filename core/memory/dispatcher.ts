@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { dedicatedConnection, type DedicatedConnection } from '../../platform/db/connections.ts';
+import { dedicatedConnection, listen as listenTo, type DedicatedConnection } from '../../platform/db/connections.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { Logger } from '../../platform/logger.ts';
 import { MEMORY_EVENT_CHANNEL } from './events.ts';
@@ -93,7 +93,7 @@ export function startMemoryDispatcher(deps: { orm: Orm; batches: MemoryBatches; 
     });
     try {
       await client.connect();
-      await client.query(`listen ${MEMORY_EVENT_CHANNEL}`);
+      await listenTo(client, MEMORY_EVENT_CHANNEL);
       kick(); // events queued before the listener was up
     } catch (err) {
       if (listener === client) listener = undefined;

@@ -7,7 +7,7 @@ import { deletePeer, deleteSession, finishEvents, type Claimed, type StoredMessa
 
 /** Ends events `failed` with a message for the caller (after retries ran out); finished ones stay as they are. */
 export async function failEvents(em: Em, eventIds: string[], message: string): Promise<void> {
-  await finishEvents(em, eventIds, 'failed', null, message);
+  await finishEvents(em, eventIds, { status: 'failed', outcome: null, failure: message });
 }
 
 /** The claims an add-event proposes, possibly none (infer false, nothing salient). Outside any transaction. */
@@ -23,7 +23,11 @@ export async function processDeletion(em: Em, ev: Claimed): Promise<{ status: st
   return em.transactional(async (tx) => {
     if (ev.kind === 'delete_peer') await deletePeer(tx, ev.peer_id!);
     else await deleteSession(tx, ev.session_id!);
-    await finishEvents(tx, [ev.id], 'succeeded', { note: ev.kind === 'delete_peer' ? 'The peer and its memory were deleted.' : 'The session and its messages were deleted.' }, null);
+    await finishEvents(tx, [ev.id], {
+      status: 'succeeded',
+      outcome: { note: ev.kind === 'delete_peer' ? 'The peer and its memory were deleted.' : 'The session and its messages were deleted.' },
+      failure: null,
+    });
     return { status: 'succeeded' };
   });
 }

@@ -39,43 +39,38 @@ export type EventRow = {
 export async function claimBatch(em: Em, batchId: string, limit: number, staleMs: number): Promise<string[]> {
   const rows = await bound<{ id: string }>(
     em,
-    `with picked as (
+    sql`with picked as (
        select id, created_at from memory_event
-        where status = 'queued' and (batch_id is null or dispatched_at < now() - make_interval(secs => ?))
-        order by created_at, id limit ? for update skip locked),
+        where status = 'queued' and (batch_id is null or dispatched_at < now() - make_interval(secs => ${staleMs / 1000}))
+        order by created_at, id limit ${limit} for update skip locked),
      claimed as (
-       update memory_event e set batch_id = ?, dispatched_at = now() from picked where e.id = picked.id
+       update memory_event e set batch_id = ${batchId}, dispatched_at = now() from picked where e.id = picked.id
        returning e.id, picked.created_at)
      select id from claimed order by created_at, id`,
-    [staleMs / 1000, limit, batchId],
   );
   return rows.map((r) => r.id);
 }
 
-const CLAIMED = 'id, account_id, kind, status, peer_id, session_id, peer_label, infer, agent_id, created_at';
+const CLAIMED = sql.raw('id, account_id, kind, status, peer_id, session_id, peer_label, infer, agent_id, created_at');
 
 /**
  * Marks the batch's unfinished events running and returns them oldest first. An event another batch
  * has taken over since (its dispatch went stale and it was dispatched again) is not this batch's.
  */
 export async function beginBatch(em: Em, batchId: string, eventIds: string[]): Promise<Claimed[]> {
-  return bound<Claimed>(
-    em,
-    `with begun as (
+  return bound<Claimed>(em, sql`with begun as (
        update memory_event set status = 'running', started_at = coalesce(started_at, now())
-        where id = any(?::uuid[]) and batch_id = ? and status in ('queued', 'running')
+        where id = any(${eventIds}::uuid[]) and batch_id = ${batchId} and status in ('queued', 'running')
         returning ${CLAIMED})
-     select * from begun order by created_at, id`,
-    [eventIds, batchId],
-  );
+     select * from begun order by created_at, id`);
 }
 
-export async function finishEvents(tx: Em, eventIds: string[], status: 'succeeded' | 'failed', outcome: Record<string, unknown> | null, failure: string | null) {
+export async function finishEvents(tx: Em, eventIds: string[], end: { status: 'succeeded' | 'failed'; outcome: Record<string, unknown> | null; failure: string | null }) {
+  const { status, outcome, failure } = end;
   await bound(
     tx,
-    `update memory_event set status = ?, completed_at = now(), outcome = ?::jsonb, failure = ?::jsonb
-      where id = any(?::uuid[]) and status in ('queued', 'running')`,
-    [status, outcome ? JSON.stringify(outcome) : null, failure ? JSON.stringify({ message: failure }) : null, eventIds],
+    sql`update memory_event set status = ${status}, completed_at = now(), outcome = ${outcome ? JSON.stringify(outcome) : null}::jsonb, failure = ${failure ? JSON.stringify({ message: failure }) : null}::jsonb
+      where id = any(${eventIds}::uuid[]) and status in ('queued', 'running')`,
   );
 }
 
@@ -86,25 +81,23 @@ export type EventEnd = { id: string; status: 'succeeded' | 'failed'; outcome: Re
 export async function endEvents(tx: Em, ends: EventEnd[]): Promise<void> {
   await bound(
     tx,
-    `update memory_event e set status = u.status, completed_at = now(), outcome = u.outcome, failure = u.failure
-         from jsonb_to_recordset(?::jsonb) as u(id uuid, status text, outcome jsonb, failure jsonb)
+    sql`update memory_event e set status = u.status, completed_at = now(), outcome = u.outcome, failure = u.failure
+         from jsonb_to_recordset(${JSON.stringify(ends)}::jsonb) as u(id uuid, status text, outcome jsonb, failure jsonb)
         where e.id = u.id and e.status in ('queued', 'running')`,
-    [JSON.stringify(ends)],
   );
 }
 
 /** Makes the events' messages available: readable, and searchable without vectors. */
 export async function makeAvailable(tx: Em, eventIds: string[]): Promise<void> {
-  await bound(tx, 'update memory_message set available = true where event_id = any(?::uuid[])', [eventIds]);
+  await bound(tx, sql`update memory_message set available = true where event_id = any(${eventIds}::uuid[])`);
 }
 
 /** Makes messages available with their vectors (hex; null: stored without one) made by `model`. */
 export async function makeAvailableWithVectors(tx: Em, model: string, messageIds: string[], vectors: (string | null)[]): Promise<void> {
   await bound(
     tx,
-    `update memory_message m set available = true, embedding = decode(v.vector, 'hex'), embedding_model = case when v.vector is null then null else ? end
-           from unnest(?::uuid[], ?::text[]) v(id, vector) where m.id = v.id`,
-    [model, messageIds, vectors],
+    sql`update memory_message m set available = true, embedding = decode(v.vector, 'hex'), embedding_model = case when v.vector is null then null else ${model} end
+           from unnest(${messageIds}::uuid[], ${vectors}::text[]) v(id, vector) where m.id = v.id`,
   );
 }
 
@@ -112,8 +105,7 @@ export async function makeAvailableWithVectors(tx: Em, model: string, messageIds
 export async function loadMessages(em: Em, eventIds: string[]): Promise<Map<string, StoredMessage[]>> {
   const rows = await bound<StoredMessage & { event_id: string }>(
     em,
-    'select event_id, id, role, content, created_at, audience from memory_message where event_id = any(?::uuid[]) order by event_id, position',
-    [eventIds],
+    sql`select event_id, id, role, content, created_at, audience from memory_message where event_id = any(${eventIds}::uuid[]) order by event_id, position`,
   );
   const byEvent = new Map<string, StoredMessage[]>();
   for (const { event_id, ...m } of rows) {
@@ -126,14 +118,14 @@ export async function loadMessages(em: Em, eventIds: string[]): Promise<Map<stri
 
 /** Removes a peer (its messages, claims and history cascade) and scrubs its label from the account's events. */
 export async function deletePeer(tx: Em, peerId: string): Promise<void> {
-  await bound(tx, 'delete from memory_peer where id = ?', [peerId]);
-  await bound(tx, 'update memory_event set peer_label = null where peer_id = ?', [peerId]);
+  await bound(tx, sql`delete from memory_peer where id = ${peerId}`);
+  await bound(tx, sql`update memory_event set peer_label = null where peer_id = ${peerId}`);
 }
 
 /** Removes a session (its messages cascade) and scrubs its label from the account's events. */
 export async function deleteSession(tx: Em, sessionId: string): Promise<void> {
-  await bound(tx, 'delete from memory_session where id = ?', [sessionId]);
-  await bound(tx, 'update memory_event set session_label = null where session_id = ?', [sessionId]);
+  await bound(tx, sql`delete from memory_session where id = ${sessionId}`);
+  await bound(tx, sql`update memory_event set session_label = null where session_id = ${sessionId}`);
 }
 
 const EVENT_COLUMNS = sql.raw('id, kind, status, created_at, started_at, completed_at, failure, outcome');

@@ -70,7 +70,7 @@ export function notifyQueued(em: Em): void {
 export async function requestDeletion(em: Em, reach: Reach, kind: LabelKind, label: string) {
   const accountId = reach.accountId;
   const result = await em.transactional(async (tx) => {
-    const target = await requireLabel(tx, reach, kind, label, true);
+    const target = await requireLabel(tx, reach, kind, { label, lock: true });
     if (reach.audiences) {
       // Claims carry the audience of the message they cite, so the messages decide.
       if (await holdsMemoryOutside(tx, kind, target.id, reach.audiences)) {

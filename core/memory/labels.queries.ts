@@ -21,7 +21,8 @@ export async function getOrCreateLabel(em: Em, kind: LabelKind, l: { id: string;
 }
 
 /** The label's row inside the key's reach; `lock`: for share (a deletion waits). */
-export async function labelInReach(em: Em, reach: Reach, kind: LabelKind, label: string, lock: boolean): Promise<LabelRow | undefined> {
+export async function labelInReach(em: Em, reach: Reach, kind: LabelKind, which: { label: string; lock: boolean }): Promise<LabelRow | undefined> {
+  const { label, lock } = which;
   const [row] = await bound<LabelRow>(em, sql`select id, label, created_at, audience from ${TABLE[kind]}
     where account_id = ${reach.accountId} and workspace = ${WORKSPACE} and label = ${label}${inAudiences('audience', reach.audiences)}${
       sql.raw(lock ? ' for share' : '')}`);
@@ -29,7 +30,8 @@ export async function labelInReach(em: Em, reach: Reach, kind: LabelKind, label:
 }
 
 /** Labels inside the key's reach in label order, after `after`. */
-export async function labelsAfter(em: Em, reach: Reach, kind: LabelKind, after: string | undefined, limit: number): Promise<LabelRow[]> {
+export async function labelsAfter(em: Em, reach: Reach, kind: LabelKind, page: { after: string | undefined; limit: number }): Promise<LabelRow[]> {
+  const { after, limit } = page;
   return bound<LabelRow>(em, sql`select id, label, created_at, audience from ${TABLE[kind]}
     where account_id = ${reach.accountId} and workspace = ${WORKSPACE}${inAudiences('audience', reach.audiences)}
       ${after !== undefined ? sql`and label > ${after}` : sql.empty}
@@ -43,9 +45,8 @@ export async function labelsAfter(em: Em, reach: Reach, kind: LabelKind, after: 
 export async function lockLiveLabels(tx: Em, peerIds: string[], sessionIds: string[]): Promise<{ peers: string[]; sessions: string[] }> {
   const [alive] = await bound<{ peers: string[]; sessions: string[] }>(
     tx,
-    `select (select coalesce(array_agg(id), '{}') from (select id from memory_peer where id = any(?::uuid[]) order by id for share) p) as peers,
-              (select coalesce(array_agg(id), '{}') from (select id from memory_session where id = any(?::uuid[]) order by id for share) s) as sessions`,
-    [peerIds, sessionIds],
+    sql`select (select coalesce(array_agg(id), '{}') from (select id from memory_peer where id = any(${peerIds}::uuid[]) order by id for share) p) as peers,
+              (select coalesce(array_agg(id), '{}') from (select id from memory_session where id = any(${sessionIds}::uuid[]) order by id for share) s) as sessions`,
   );
   return alive!;
 }

@@ -39,16 +39,13 @@ export async function upsertLabel(em: Em, reach: Reach, kind: LabelKind, label: 
   return row!;
 }
 
-export async function findLabel(em: Em, reach: Reach, kind: LabelKind, label: string, lock = false): Promise<LabelRow | undefined> {
-  return labelInReach(em, reach, kind, label, lock);
-}
-
 /**
  * The row of a label, or 404: another account's label, or one outside the key's audiences, is
- * indistinguishable from a missing one.
+ * indistinguishable from a missing one. `label` with `lock`: locked for share (a deletion waits).
  */
-export async function requireLabel(em: Em, reach: Reach, kind: LabelKind, label: string, lock = false): Promise<LabelRow> {
-  const row = await findLabel(em, reach, kind, label, lock);
+export async function requireLabel(em: Em, reach: Reach, kind: LabelKind, which: string | { label: string; lock: boolean }): Promise<LabelRow> {
+  const { label, lock } = typeof which === 'string' ? { label: which, lock: false } : which;
+  const row = await labelInReach(em, reach, kind, { label, lock });
   if (!row) throw notFound(`No ${kind} "${label.slice(0, 80)}" in this workspace; create it first.`);
   return row;
 }
@@ -56,6 +53,6 @@ export async function requireLabel(em: Em, reach: Reach, kind: LabelKind, label:
 /** Labels in label order, keyset-paginated by label. */
 export async function listLabels(em: Em, reach: Reach, kind: LabelKind, p: { limit: number; cursor?: string }) {
   const after = decodeCursor(p.cursor, 1)?.[0] as string | undefined;
-  const rows = await labelsAfter(em, reach, kind, after, p.limit + 1);
+  const rows = await labelsAfter(em, reach, kind, { after, limit: p.limit + 1 });
   return page(rows, p.limit, (r) => [r.label], labelItem);
 }

@@ -1,12 +1,18 @@
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
 import type { Reach } from '../auth/principal.ts';
 import { WORKSPACE } from '../contracts/memory.ts';
-import { audienceCondition, bound, inAudiences, sql } from '../../platform/db/sql.ts';
+import { bound, inAudiences, sql, type Sql } from '../../platform/db/sql.ts';
 import { sha256Hex } from '../../platform/hash.ts';
-import { exactTime } from './pagination.ts';
 
 // The message write and read statements (memory_event, memory_message, cairn_add_messages); the rules
 // are in messages.ts and context.ts.
+
+/**
+ * A timestamp column as ISO 8601 text with PostgreSQL's full precision (microseconds), for cursors: a
+ * JavaScript Date keeps milliseconds only, and a cursor cut to milliseconds skips the rows of the same
+ * millisecond that sort after it.
+ */
+export const exactTime = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 export type MessageRow = {
   id: string; session_label: string; peer_label: string; role: 'user' | 'assistant' | 'system' | 'tool'; content: string;
@@ -16,9 +22,9 @@ export type MessageRow = {
   created_key: string;
 };
 
-export const MESSAGE_SELECT = `select m.id, s.label as session_label, p.label as peer_label, m.role, m.content, m.agent_id,
+const MESSAGE_SELECT = sql.raw(`select m.id, s.label as session_label, p.label as peer_label, m.role, m.content, m.agent_id,
   m.metadata, m.source_ids, m.event_id, m.position, m.created_at, ${exactTime('m.created_at')} as created_key
-  from memory_message m join memory_session s on s.id = m.session_id join memory_peer p on p.id = m.peer_id`;
+  from memory_message m join memory_session s on s.id = m.session_id join memory_peer p on p.id = m.peer_id`);
 
 /** The statuses of the given ingest jobs (url and file) of the account inside the key's audiences. */
 export async function sourceJobStatuses(em: Em, reach: Reach, ids: string[]) {
@@ -36,28 +42,31 @@ export async function writeOfKey<R>(em: Em, accountId: string, idempotencyKey: s
 }
 
 /**
- * cairn_add_messages (migration 0016): one statement, one round trip, one commit. It locks the labels
- * (for share), and inserts the event and its messages only when the session, the peer and every source
- * check out; it says which did and whether the event was inserted (0: the key was taken meanwhile).
+ * cairn_add_messages (platform/db/functions/cairn_add_messages.sql): one statement, one round trip, one
+ * commit. It locks the labels (for share), and inserts the event and its messages only when the session,
+ * the peer and every source check out; it says which did and whether the event was inserted (0: the key
+ * was taken meanwhile).
  */
 export async function insertWrite(em: Em, w: {
   accountId: string; sessionLabel: string; peerLabel: string; sourceIds: string[]; eventId: string; agentId: string | null; infer: boolean;
   idempotencyKey: string | null; requestHash: string; receipt: unknown; createdAt: Date | null; metadata: Record<string, unknown> | null;
   audiences: readonly string[] | null; messages: { id: string; role: string; content: string }[];
 }) {
+  const write = {
+    account: w.accountId, workspace: WORKSPACE, session: w.sessionLabel, peer: w.peerLabel, sources: w.sourceIds, event: w.eventId,
+    agent: w.agentId, infer: w.infer, idempotency_key: w.idempotencyKey, request_hash: w.requestHash, receipt: w.receipt ?? null,
+    created_at: w.createdAt, metadata: w.metadata, audiences: w.audiences,
+    messages: w.messages.map((m) => ({ id: m.id, role: m.role, content: m.content, hash: sha256Hex(m.content) })),
+  };
   const [outcome] = await bound<{ session: boolean; peer: boolean; sources: boolean; inserted: number }>(em, sql`select r_session as session,
-      r_peer as peer, r_sources as sources, r_inserted as inserted
-    from cairn_add_messages(${w.accountId}, ${WORKSPACE}, ${w.sessionLabel}, ${w.peerLabel}, ${w.sourceIds}::uuid[], ${w.eventId}, ${w.agentId},
-      ${w.infer}, ${w.idempotencyKey}, ${w.requestHash}, ${JSON.stringify(w.receipt)}::jsonb, ${w.createdAt}::timestamptz,
-      ${w.metadata ? JSON.stringify(w.metadata) : null}::jsonb, ${w.audiences ? [...w.audiences] : null}::text[],
-      ${w.messages.map((m) => m.id)}::uuid[], ${w.messages.map((_, i) => i)}::integer[], ${w.messages.map((m) => m.role)}::text[],
-      ${w.messages.map((m) => m.content)}::text[], ${w.messages.map((m) => sha256Hex(m.content))}::text[])`);
+      r_peer as peer, r_sources as sources, r_inserted as inserted from cairn_add_messages(${JSON.stringify(write)}::jsonb)`);
   return outcome!;
 }
 
 /** A session's available messages inside the key's audiences, in conversation order, after a cursor's key. */
-export async function sessionMessagesAfter(em: Em, reach: Reach, sessionId: string, after: [string, string, number] | undefined, limit: number) {
-  return bound<MessageRow>(em, sql`${sql.raw(MESSAGE_SELECT)} where m.session_id = ${sessionId} and m.available${inAudiences('m.audience', reach.audiences)}
+export async function sessionMessagesAfter(em: Em, reach: Reach, sessionId: string, page: { after: [string, string, number] | undefined; limit: number }) {
+  const { after, limit } = page;
+  return bound<MessageRow>(em, sql`${MESSAGE_SELECT} where m.session_id = ${sessionId} and m.available${inAudiences('m.audience', reach.audiences)}
       ${after ? sql`and (m.created_at, m.event_id, m.position) > (${after[0]}::timestamptz, ${after[1]}::uuid, ${after[2]}::int)` : sql.empty}
     order by m.created_at, m.event_id, m.position limit ${limit}`);
 }
@@ -65,39 +74,25 @@ export async function sessionMessagesAfter(em: Em, reach: Reach, sessionId: stri
 export type MessageWhere = { audiences: Reach['audiences']; peerId?: string; sessionId?: string };
 
 /** Available messages inside the key's audiences, of the peer and/or the session when given. */
-function messageFilters(where: MessageWhere): { filters: string[]; params: unknown[] } {
-  const inReach = audienceCondition('m.audience', where.audiences);
-  const filters = [`m.available${inReach.sql}`];
-  const params: unknown[] = [...inReach.params];
-  if (where.peerId) {
-    filters.push('m.peer_id = ?');
-    params.push(where.peerId);
-  }
-  if (where.sessionId) {
-    filters.push('m.session_id = ?');
-    params.push(where.sessionId);
-  }
-  return { filters, params };
+function messageFilters(where: MessageWhere): Sql {
+  return sql`m.available${inAudiences('m.audience', where.audiences)}${where.peerId ? sql` and m.peer_id = ${where.peerId}` : sql.empty}${
+    where.sessionId ? sql` and m.session_id = ${where.sessionId}` : sql.empty}`;
 }
 
 /** The latest `limit` available messages inside `where`, newest first. */
 export async function latestMessages(tx: Em, where: MessageWhere, limit: number): Promise<MessageRow[]> {
-  const { filters, params } = messageFilters(where);
-  return bound<MessageRow>(
-    tx,
-    `${MESSAGE_SELECT} where ${filters.join(' and ')} order by m.created_at desc, m.event_id desc, m.position desc limit ?`,
-    [...params, limit],
-  );
+  return bound<MessageRow>(tx, sql`${MESSAGE_SELECT} where ${messageFilters(where)}
+    order by m.created_at desc, m.event_id desc, m.position desc limit ${limit}`);
 }
 
 /** Messages by id (no boundary: the ids come from a read that applied it). */
 export async function messagesByIds(tx: Em, ids: string[]): Promise<MessageRow[]> {
-  return bound<MessageRow>(tx, `${MESSAGE_SELECT} where m.id = any(?::uuid[])`, [ids]);
+  return bound<MessageRow>(tx, sql`${MESSAGE_SELECT} where m.id = any(${ids}::uuid[])`);
 }
 
 /** The sessions a peer takes part in (its available messages' and its claims'). */
 export async function peerSessionIds(tx: Em, peerId: string): Promise<string[]> {
-  const rows = await bound<{ id: string }>(tx, `select distinct session_id as id from memory_message where peer_id = ? and available
-     union select session_id from memory_claim where peer_id = ? and session_id is not null`, [peerId, peerId]);
+  const rows = await bound<{ id: string }>(tx, sql`select distinct session_id as id from memory_message where peer_id = ${peerId} and available
+     union select session_id from memory_claim where peer_id = ${peerId} and session_id is not null`);
   return rows.map((r) => r.id);
 }

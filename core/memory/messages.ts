@@ -122,6 +122,6 @@ export function messageItem(m: MessageRow) {
 export async function listMessages(em: Em, reach: Reach, sessionLabel: string, p: { limit: number; cursor?: string }) {
   const session = await requireLabel(em, reach, 'session', sessionLabel);
   const after = decodeCursor(p.cursor, 3) as [string, string, number] | undefined;
-  const rows = await sessionMessagesAfter(em, reach, session.id, after, p.limit + 1);
+  const rows = await sessionMessagesAfter(em, reach, session.id, { after, limit: p.limit + 1 });
   return page(rows, p.limit, (m) => [m.created_key, m.event_id, m.position], messageItem);
 }

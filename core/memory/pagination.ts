@@ -2,13 +2,6 @@ import { validationError } from '../../platform/errors.ts';
 
 export const iso = (d: Date | string | null | undefined): string | null => (d == null ? null : new Date(d).toISOString());
 
-/**
- * A timestamp column as ISO 8601 text with PostgreSQL's full precision (microseconds), for cursors: a
- * JavaScript Date keeps milliseconds only, and a cursor cut to milliseconds skips the rows of the same
- * millisecond that sort after it.
- */
-export const exactTime = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
 /** Opaque cursors: the sort key of the last row returned, base64url-encoded JSON. */
 export function encodeCursor(key: unknown[]): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');

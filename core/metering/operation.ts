@@ -51,10 +51,10 @@ export async function runMetered<T>(
     const outcome: Outcome = err instanceof AfterRetrievalError ? 'failed_after_retrieval' : 'retrieval_failed';
     if (!(err instanceof AppError) || err.status >= 500) deps.logger.error({ err, reservationId: reserved.reservationId }, 'metered work failed');
     // A failure's settlement is flushed at once: the error may be answered without a later commit.
-    const s = await settleOrFail(deps, reserved, outcome, 0, quota, false);
+    const s = await settleOrFail(deps, reserved, outcome, { providerCost: 0, quota, flushLater: false });
     throw withHeaders(err, { ...creditHeaders(s.balance, s.charged), ...quota });
   }
-  const s = await settleOrFail(deps, reserved, result.outcome, result.providerCost ?? 0, quota, input.flushLater);
+  const s = await settleOrFail(deps, reserved, result.outcome, { providerCost: result.providerCost ?? 0, quota, flushLater: input.flushLater });
   return { value: result.value, headers: { ...creditHeaders(s.balance, s.charged), ...quota }, settled: s, reserved };
 }
 
@@ -62,12 +62,10 @@ async function settleOrFail(
   deps: MeteringDeps,
   reserved: Reserved,
   outcome: Outcome,
-  providerCost: number,
-  quota: Record<string, string>,
-  flushLater: boolean | undefined,
+  { providerCost, quota, flushLater }: { providerCost: number; quota: Record<string, string>; flushLater: boolean | undefined },
 ): Promise<Settled> {
   try {
-    return await settle(deps.em, reserved.reservationId, outcome, providerCost, undefined, flushLater);
+    return await settle(deps.em, reserved.reservationId, outcome, { providerCostUsed: providerCost, flushLater });
   } catch (err) {
     deps.logger.error({ err, reservationId: reserved.reservationId }, 'credit settlement failed; the workflow will settle');
     throw new AppError(

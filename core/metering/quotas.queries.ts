@@ -13,14 +13,19 @@ export async function quotaLimits(tx: EntityManager, accountId: string, metric: 
 }
 
 /** Units of a metric used in the period starting `periodStart` (YYYY-MM-DD). */
-export async function unitsUsed(tx: EntityManager, accountId: string, metric: Metric, period: 'day' | 'month', periodStart: string): Promise<number> {
+/** A metric's period of quota usage: 'day' or 'month', starting `start` (YYYY-MM-DD). */
+export type QuotaPeriod = { metric: Metric; period: 'day' | 'month'; start: string };
+
+export async function unitsUsed(tx: EntityManager, accountId: string, q: QuotaPeriod): Promise<number> {
+  const { metric, period, start: periodStart } = q;
   const [row] = await bound<{ used: number }>(tx, sql`select used from quota_usage
     where account_id = ${accountId} and metric = ${metric} and period = ${period} and period_start = ${periodStart}`);
   return row?.used ?? 0;
 }
 
 /** Counts one unit of a metric in the period starting `periodStart`. */
-export async function countUnit(tx: EntityManager, accountId: string, metric: Metric, period: 'day' | 'month', periodStart: string): Promise<void> {
+export async function countUnit(tx: EntityManager, accountId: string, q: QuotaPeriod): Promise<void> {
+  const { metric, period, start: periodStart } = q;
   await bound(tx, sql`insert into quota_usage (account_id, metric, period, period_start, used)
     values (${accountId}, ${metric}, ${period}, ${periodStart}, 1)
     on conflict (account_id, metric, period, period_start) do update set used = quota_usage.used + 1`);

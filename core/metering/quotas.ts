@@ -38,8 +38,8 @@ export function quotaExceeded(state: QuotaState, window: 'daily' | 'monthly', no
 export async function readQuota(tx: Tx, accountId: string, metric: Metric, now = new Date()): Promise<QuotaState> {
   const limits = await quotaLimits(tx, accountId, metric);
   if (!limits) throw new AppError(404, 'not_found', 'No such account.');
-  const dUsed = await unitsUsed(tx, accountId, metric, 'day', isoDate(utcDay(now).start));
-  const mUsed = await unitsUsed(tx, accountId, metric, 'month', isoDate(utcMonth(now).start));
+  const dUsed = await unitsUsed(tx, accountId, { metric, period: 'day', start: isoDate(utcDay(now).start) });
+  const mUsed = await unitsUsed(tx, accountId, { metric, period: 'month', start: isoDate(utcMonth(now).start) });
   return quotaStateOf(metric, now, { limit: limits.daily, used: dUsed }, { limit: limits.monthly, used: mUsed });
 }
 
@@ -53,7 +53,7 @@ export async function consumeQuota(tx: Tx, accountId: string, metric: Metric, no
   if (state.daily.remaining <= 0) throw quotaExceeded(state, 'daily', now);
   if (state.monthly.remaining <= 0) throw quotaExceeded(state, 'monthly', now);
   for (const [period, start] of [['day', utcDay(now).start], ['month', utcMonth(now).start]] as const) {
-    await countUnit(tx, accountId, metric, period, isoDate(start));
+    await countUnit(tx, accountId, { metric, period, start: isoDate(start) });
   }
   return {
     metric,

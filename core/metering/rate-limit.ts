@@ -43,7 +43,6 @@ export function createRateLimiter(
       }
     };
   };
-  // The table is created by migration 0004.
   const account = limiter('account', perMinute, 60, 'Too many requests for this account; slow down.');
   const registration = limiter(
     'oauth-registration',

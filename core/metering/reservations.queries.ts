@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bound, sql } from '../../platform/db/sql.ts';
 
-// The reservations' statements (credit_reservation, and the metering functions of migration 0011 that
-// reserve and settle in one round trip); the protocol is in reservations.ts.
+// The reservations' statements (credit_reservation, and the metering functions, platform/db/functions/cairn_reserve.sql
+// and cairn_settle.sql, that reserve and settle in one round trip); the protocol is in reservations.ts.
 
 /**
  * Calls a metering function with `args`: one row. With `flushLater` its transaction commits without

@@ -26,11 +26,11 @@ export type Reserved = { reservationId: string; held: number; balance: Balance; 
 
 /**
  * How a piece of work ended. `retrieval_failed`: nothing useful started, everything is refunded (cost
- * 0). `completed`/`failed_after_retrieval`: the base credit is kept, plus provider work actually done.
+ * 0); `recognition_failed`: the same for OCR whose provider refused the document. `completed`/`failed_after_retrieval`: the base credit is kept, plus provider work actually done.
  * `abandoned`: the API never reported back (it crashed); the settlement workflow keeps the base credit
  * and refunds all provider work.
  */
-export type Outcome = 'completed' | 'retrieval_failed' | 'failed_after_retrieval' | 'abandoned';
+export type Outcome = 'completed' | 'retrieval_failed' | 'recognition_failed' | 'failed_after_retrieval' | 'abandoned';
 
 export type Settled = { reservationId: string; charged: number; refunded: number; balance: Balance };
 
@@ -56,7 +56,7 @@ const balanceOf = (accountId: string, r: BalanceColumns): Balance => ({
 });
 
 /**
- * Calls one of the metering functions of migration 0011 (one round trip, one transaction). When the
+ * Calls one of the metering functions (platform/db/functions/cairn_reserve.sql, cairn_settle.sql; one round trip, one transaction). When the
  * balance does not exist yet or its monthly period has ended, the function answers 'stale' without
  * writing; the balance is then created or renewed by lockBalance (the one place that grants credits)
  * and the function is called again.
@@ -120,17 +120,16 @@ export function reservedFrom(input: ReserveInput, r: ReserveRow, now: Date): Res
 /**
  * Settles a reservation exactly once, in one round trip; settling again returns the first
  * settlement's numbers. `completed`/`failed_after_retrieval` keep the base cost plus the provider work
- * used (capped at the maximum held), `abandoned` keeps the base cost, `retrieval_failed` refunds all;
+ * used (capped at the maximum held), `abandoned` keeps the base cost, `retrieval_failed` and `recognition_failed` refund all;
  * refunds go back onboarding credits first, then monthly.
  */
 export async function settle(
   em: EntityManager,
   reservationId: string,
   outcome: Outcome,
-  providerCostUsed = 0,
-  now = new Date(),
-  flushLater = false,
+  opts: { providerCostUsed?: number; now?: Date; flushLater?: boolean } = {},
 ): Promise<Settled> {
+  const { providerCostUsed = 0, now = new Date(), flushLater = false } = opts;
   const provider = Math.max(0, Math.floor(providerCostUsed));
   const call = { fn: 'cairn_settle' as const, args: [reservationId, outcome, provider, now], flushLater };
   const r = await callRenewing<SettleRow>(em, call, (row) => row.r_account, now);

@@ -82,14 +82,13 @@ export type AccessTokenRow = {
 export async function accessTokenByDigest(em: EntityManager, tokenDigest: string): Promise<AccessTokenRow | undefined> {
   const [row] = await prepared<AccessTokenRow>(
     em,
-    `select p.payload->'aud' as aud, (p.payload->>'iat')::bigint as iat, p.expires_at,
+    sql`select p.payload->'aud' as aud, (p.payload->>'iat')::bigint as iat, p.expires_at,
             a.id as account_id, a.email, a.display_name, a.state,
             c.id as app_id, c.scopes, c.last_used_at
        from oauth_payload p
        join account a on a.id = p.account_id
        join oauth_connected_app c on c.account_id = p.account_id and c.client_id = p.client_id and c.revoked_at is null
-      where p.kind = 'AccessToken' and p.id_digest = ? and p.expires_at > now() and a.disabled_at is null`,
-    [tokenDigest],
+      where p.kind = 'AccessToken' and p.id_digest = ${tokenDigest} and p.expires_at > now() and a.disabled_at is null`,
   );
   return row;
 }

@@ -7,7 +7,7 @@ import type { Analysis } from '../retrieval/retrieve.ts';
 export type StoredOperation = { result: Record<string, unknown>; headers: Record<string, string> };
 
 /**
- * CLAIM_AND_ANALYSE: the statement that starts a new query, one round trip instead of three. It claims
+ * claimAndAnalyse: the statement that starts a new query, one round trip instead of three. It claims
  * the idempotency key (a `running` query_operation row), reserves the query's credits (cairn_reserve,
  * with the operation's id as the reservation's) and selects the query's analysis (retrieval's first
  * reads: index versions and lexemes, retrieve.ts Analysis). When the key is already held it returns no
@@ -16,12 +16,14 @@ export type StoredOperation = { result: Record<string, unknown>; headers: Record
  * commit that flushes this one with it (WAL is flushed in order). A crash before that loses at most a
  * claim whose query answered nothing; the retry then starts anew.
  */
-export function CLAIM_AND_ANALYSE(op: { id: string; accountId: string; idempotencyKey: string; requestHash: string }, reserveArgs: unknown[], analysis: Analysis | null) {
-  return sql`with op as (
+export async function claimAndAnalyse<T>(
+  em: EntityManager, op: { id: string; accountId: string; idempotencyKey: string; requestHash: string }, reserveArgs: unknown[], analysis: Analysis | null,
+): Promise<T[]> {
+  return prepared<T>(em, sql`with op as (
        insert into query_operation (id, account_id, idempotency_key, request_hash, status)
        select ${op.id}, ${op.accountId}, ${op.idempotencyKey}, ${op.requestHash}, 'running' from (select set_config('synchronous_commit', 'off', true)) c
        on conflict (account_id, idempotency_key) do nothing returning id)
-     select f.*${analysis ? sql`, ${analysis.columns}` : sql.empty} from op, lateral cairn_reserve(op.id, ${sql.join(reserveArgs)}) f`;
+     select f.*${analysis ? sql`, ${analysis.columns}` : sql.empty} from op, lateral cairn_reserve(op.id, ${sql.join(reserveArgs)}) f`);
 }
 
 /** What holds the key: the operation, and whether it is past retention (expired) or its runner presumed dead (stale). */

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { prepared } from '../../platform/db/sql.ts';
 import { AppError } from '../../platform/errors.ts';
 import { assertSameRequest, operationInProgress } from '../idempotency.ts';
 import { reserve, reserveArgs, reservedFrom, type Reserved, type ReserveInput, type ReserveRow } from '../metering/reservations.ts';
 import type { Analysis } from '../retrieval/retrieve.ts';
-import { abandonOperation, CLAIM_AND_ANALYSE, heldOperation, takeOverStale, type StoredOperation } from './operations.queries.ts';
+import { abandonOperation, claimAndAnalyse, heldOperation, takeOverStale, type StoredOperation } from './operations.queries.ts';
 
 /**
  * Stored idempotent query operations (spec 2.3, 7, 8 rule 5). The first request with a key claims the
@@ -29,7 +28,7 @@ export type Begun =
   | { kind: 'replay'; stored: StoredOperation };
 
 /**
- * Claims the key (or finds what holds it) with CLAIM_AND_ANALYSE (operations.queries.ts). A refused reservation (402, 429)
+ * Claims the key (or finds what holds it) with claimAndAnalyse (operations.queries.ts). A refused reservation (402, 429)
  * releases the claim and is thrown.
  */
 export async function beginOperation(
@@ -41,10 +40,7 @@ export async function beginOperation(
 ): Promise<Begun> {
   const id = randomUUID();
   const now = new Date();
-  const [created] = await prepared<ReserveRow & Record<string, unknown>>(
-    em,
-    CLAIM_AND_ANALYSE({ id, ...input }, reserveArgs(input.reserve, now), input.analysis),
-  );
+  const [created] = await claimAndAnalyse<ReserveRow & Record<string, unknown>>(em, { id, ...input }, reserveArgs(input.reserve, now), input.analysis);
   if (created) {
     const request = { ...input.reserve, reservationId: id };
     try {

@@ -61,7 +61,7 @@ type Work = { assembled: Assembled; retrieval: Retrieval | null; answer: AnswerO
 
 /**
  * POST /v1/query, POST /v1/account/answers/query and the query_context MCP tool: authorize, claim the
- * idempotency key with the credits and the analysis (operations.ts CLAIM_AND_ANALYSE), then either
+ * idempotency key with the credits and the analysis (operations.queries.ts claimAndAnalyse), then either
  * replay the stored result, or do the work (retrieval once, the mode's output) metered and finish
  * (store the result and headers an exact retry gets back). A failed query releases its key.
  */
@@ -122,7 +122,7 @@ async function work(deps: QueryDeps, asked: Asked, analyzed?: { analysis: Analys
   const { req, preset, boundary } = asked;
   const retrieval = req.citationHandle
     ? await citationLookup(deps, boundary, req.citationHandle)
-    : await retrieve(deps.em, boundary, req.query, preset, { index: deps.searchIndex, ...(analyzed ? { analyzed } : {}) });
+    : await retrieve(deps.em, boundary, { query: req.query, strategy: preset }, { index: deps.searchIndex, ...(analyzed ? { analyzed } : {}) });
   try {
     const key = await deps.citations.key(deps.em);
     const claimIds = retrieval.ranked.flatMap((c) => (c.ref.table === 'claim' ? [c.ref.id] : []));
@@ -132,7 +132,7 @@ async function work(deps: QueryDeps, asked: Asked, analyzed?: { analysis: Analys
     let answer: AnswerOutcome | null = null;
     if (req.mode === 'answer') {
       const evidence: AnswerEvidence[] = assembled.evidence.map((e) => ({ citationHandle: e.citationHandle, text: e.text, label: e.label }));
-      answer = await answerQuery(deps.answer, req.query ?? '', evidence, deps.logger, assembled.conflicts);
+      answer = await answerQuery(deps.answer, req.query ?? '', { evidence, conflicts: assembled.conflicts }, deps.logger);
     }
     const value: Work = { assembled, retrieval, answer };
     return { value, outcome: 'completed' as const, providerCost: answer?.provider.credits ?? 0 };

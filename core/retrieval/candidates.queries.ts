@@ -3,6 +3,7 @@ import { NEIGHBOURS, type Statistics } from './bm25.ts';
 import { bound, prepared, sql, type Sql } from '../../platform/db/sql.ts';
 import type { Boundary } from './boundary.ts';
 import { recordTermHit, type TermMatch } from './terms.queries.ts';
+import { memoryVersion, recordVersion } from './search-index.queries.ts';
 
 /**
  * What retrieval reads from PostgreSQL, each statement confined to the boundary (account, active
@@ -133,8 +134,9 @@ const STATEMENT: Record<Table, (b: Boundary, m: Match, limit: number) => Sql> = 
  * The records of a by-ctid fetch that were not where the index saw them (moved by VACUUM FULL or
  * CLUSTER), by id. Rows the boundary excludes are missing too and stay so: nothing is found for them.
  */
-async function movedRecords(em: EntityManager, b: Boundary, m: Extract<Match, { type: 'scored' }>, found: Row[], limit: number): Promise<Row[]> {
-  const have = new Set(found.map((r) => r.id));
+async function movedRecords(em: EntityManager, b: Boundary, m: Extract<Match, { type: 'scored' }>, found: { rows: Row[]; limit: number }): Promise<Row[]> {
+  const have = new Set(found.rows.map((r) => r.id));
+  const limit = found.limit;
   const at = m.ids.flatMap((id, i) => (have.has(id) ? [] : [i]));
   // The same statement by id: the same vector form, the missing ids and their scores.
   const { tids: _, ...byId } = m;
@@ -142,11 +144,12 @@ async function movedRecords(em: EntityManager, b: Boundary, m: Extract<Match, { 
 }
 
 /** The best `limit` rows of one table matching `m` inside the boundary. */
-export async function candidateRows(em: EntityManager, b: Boundary, m: Match, limit: number, table: Table): Promise<Row[]> {
+export async function candidateRows(em: EntityManager, b: Boundary, m: Match, of: { limit: number; table: Table }): Promise<Row[]> {
+  const { limit, table } = of;
   // The hot path's statements (documents a ranking named) take a few forms and are prepared; the
   // other statements are occasional.
   let rows = await (m.type === 'scored' || m.type === 'ids' ? prepared<Row> : bound<Row>)(em, STATEMENT[table](b, m, limit));
-  if (m.type === 'scored' && m.tids && rows.length < m.ids.length) rows = rows.concat(await movedRecords(em, b, m, rows, limit));
+  if (m.type === 'scored' && m.tids && rows.length < m.ids.length) rows = rows.concat(await movedRecords(em, b, m, { rows, limit }));
   return rows;
 }
 
@@ -173,25 +176,26 @@ const NEAR_WORDS = 5;
 
 /**
  * Lexemes of the account spelt like each word (pg_trgm's word similarity at its default threshold),
- * with their similarity: words of its sources from its lexicon (migration 0015, stemmed here as the
+ * with their similarity: words of its sources from its lexicon (record_lexicon, stemmed here as the
  * index stems them) and lexemes of messages whose text holds a near spelling (their trigram index).
  * They only correct the query; what is returned is always found by searching, inside the boundary.
  */
 export async function nearSpellings(em: EntityManager, accountId: string, words: string[]): Promise<Map<string, { lexeme: string; similarity: number }[]>> {
-  const rows = await bound<{ word: string; lexeme: string; similarity: number }>(em, `
-    select t.word, n.lexeme, max(n.sim)::float8 as similarity from unnest(?::text[]) t(word)
+  const near = sql.raw(String(NEAR_WORDS));
+  const rows = await bound<{ word: string; lexeme: string; similarity: number }>(em, sql`
+    select t.word, n.lexeme, max(n.sim)::float8 as similarity from unnest(${words}::text[]) t(word)
     cross join lateral (
       (select x.lexeme, word_similarity(t.word, l.word) as sim
-         from (select l.word from record_lexicon l where l.account_id = ? and t.word <% l.word
-                order by word_similarity(t.word, l.word) desc limit ${NEAR_WORDS}) l
+         from (select l.word from record_lexicon l where l.account_id = ${accountId} and t.word <% l.word
+                order by word_similarity(t.word, l.word) desc limit ${near}) l
          cross join lateral unnest(tsvector_to_array(to_tsvector('english', l.word))) x(lexeme))
       union all
       (select x.lexeme, similarity(t.word, x.lexeme)
-         from (select m.tsv from memory_message m where m.account_id = ? and m.available and t.word <% m.content limit 20) m
+         from (select m.tsv from memory_message m where m.account_id = ${accountId} and m.available and t.word <% m.content limit 20) m
          cross join lateral unnest(tsvector_to_array(m.tsv)) x(lexeme)
         where similarity(t.word, x.lexeme) >= 0.4
-        order by 2 desc limit ${NEAR_WORDS})) n
-    group by t.word, n.lexeme`, [words, accountId, accountId]);
+        order by 2 desc limit ${near})) n
+    group by t.word, n.lexeme`);
   const out = new Map<string, { lexeme: string; similarity: number }[]>();
   for (const r of rows) out.set(r.word, [...(out.get(r.word) ?? []), { lexeme: r.lexeme, similarity: Number(r.similarity) }]);
   return out;
@@ -204,19 +208,18 @@ export async function nearSpellings(em: EntityManager, accountId: string, words:
  */
 export async function fallbackStatistics(em: EntityManager, accountId: string, lexemes: string[]): Promise<Statistics> {
   const [row] = await bound<{ records: string; record_length: string; messages: string; message_length: string; claims: string; claim_length: string; df: Record<string, number> | null }>(em,
-    `select coalesce(s.n, 0)::text as records, coalesce(s.len, 0)::text as record_length,
+    sql`select coalesce(s.n, 0)::text as records, coalesce(s.len, 0)::text as record_length,
             coalesce(v.messages, 0)::text as messages, coalesce(v.message_length, 0)::text as message_length,
             coalesce(v.claims, 0)::text as claims, coalesce(v.claim_length, 0)::text as claim_length,
             (select json_object_agg(l.lex,
                coalesce((select sum(cardinality(t.record_ids)) from record_term t join source so on so.id = t.source_id and so.status = 'active'
-                          where t.account_id = ? and t.lexeme = l.lex collate "C"), 0)
-               + (select count(*) from memory_message m where m.account_id = ? and m.available and m.tsv @@ quote_literal(l.lex)::tsquery)
-               + (select count(*) from memory_claim c where c.account_id = ? and c.state = 'current' and c.eligibility = 'eligible'
+                          where t.account_id = ${accountId} and t.lexeme = l.lex collate "C"), 0)
+               + (select count(*) from memory_message m where m.account_id = ${accountId} and m.available and m.tsv @@ quote_literal(l.lex)::tsquery)
+               + (select count(*) from memory_claim c where c.account_id = ${accountId} and c.state = 'current' and c.eligibility = 'eligible'
                      and c.tsv @@ quote_literal(l.lex)::tsquery))
-               from unnest(?::text[]) l(lex)) as df
-       from (select sum(record_count) as n, sum(record_length) as len from source where account_id = ? and status = 'active') s
-       left join memory_index_version v on v.account_id = ?`,
-    [accountId, accountId, accountId, lexemes, accountId, accountId],
+               from unnest(${lexemes}::text[]) l(lex)) as df
+       from (select sum(record_count) as n, sum(record_length) as len from source where account_id = ${accountId} and status = 'active') s
+       left join memory_index_version v on v.account_id = ${accountId}`,
   );
   const df = row?.df ?? {};
   return {
@@ -227,6 +230,16 @@ export async function fallbackStatistics(em: EntityManager, accountId: string, l
 }
 
 /** The row of a query's analysis (its words, statistics and index versions): one named statement of its columns. */
+/**
+ * The select list of a query's analysis (retrieve.ts, Analysis): the account's index versions and the
+ * lexemes of each word (`wl`, in the words' order).
+ */
+export function analysisColumns(accountId: string, words: string[]): Sql {
+  return sql`${recordVersion(accountId)} as record_version, ${memoryVersion(accountId)} as memory_version,
+            (select json_agg(tsvector_to_array(to_tsvector('english', w.word)) order by w.n)
+               from unnest(${words}::text[]) with ordinality w(word, n)) as wl`;
+}
+
 export async function analysisRow(em: EntityManager, columns: Sql): Promise<Record<string, unknown>> {
   return (await prepared<Record<string, unknown>>(em, sql`select ${columns}`))[0] ?? {};
 }

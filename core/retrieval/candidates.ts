@@ -93,12 +93,12 @@ function toClaim(r: Row, via: Via): Candidate {
 export type Tables = { records: boolean; messages: boolean; claims: boolean };
 
 /** Candidates from every table the boundary includes, fetched concurrently. */
-export async function fetchCandidates(em: EntityManager, b: Boundary, m: Match, limit: number, tables?: Partial<Tables>): Promise<Candidate[]> {
+export async function fetchCandidates(em: EntityManager, b: Boundary, m: Match, { limit, tables }: { limit: number; tables?: Partial<Tables> }): Promise<Candidate[]> {
   const want: Tables = { records: b.includeSources, messages: b.includeMemory, claims: b.includeMemory, ...tables };
   const jobs: Promise<Candidate[]>[] = [];
   // Records ranked by an index were found by full text, as the SQL path finds them.
   const via: Via = m.type === 'scored' ? 'fts' : m.type;
-  const run = (table: Table, map: (r: Row, via: Via) => Candidate) => candidateRows(em, b, m, limit, table).then((rows) => rows.map((r) => map(r, via)));
+  const run = (table: Table, map: (r: Row, via: Via) => Candidate) => candidateRows(em, b, m, { limit, table }).then((rows) => rows.map((r) => map(r, via)));
   if (want.records && b.includeSources) jobs.push(run('records', toRecord));
   if (want.messages && b.includeMemory) jobs.push(run('messages', toMessage));
   if (want.claims && b.includeMemory) jobs.push(run('claims', toClaim));
@@ -113,10 +113,10 @@ export async function fetchHits(em: EntityManager, b: Boundary, hits: Hit[]): Pr
   const tids = records.every((h) => h.tid) ? { tids: records.map((h) => h.tid!) } : {};
   const found = await Promise.all([
     records.length
-      ? fetchCandidates(em, b, { type: 'scored', ids: records.map((h) => h.id), scores: records.map((h) => h.score), ...tids }, records.length, { messages: false, claims: false })
+      ? fetchCandidates(em, b, { type: 'scored', ids: records.map((h) => h.id), scores: records.map((h) => h.score), ...tids }, { limit: records.length, tables: { messages: false, claims: false } })
       : [],
-    messages.length ? fetchCandidates(em, b, { type: 'ids', ids: messages }, messages.length, { records: false, claims: false }) : [],
-    claims.length ? fetchCandidates(em, b, { type: 'ids', ids: claims }, claims.length, { records: false, messages: false }) : [],
+    messages.length ? fetchCandidates(em, b, { type: 'ids', ids: messages }, { limit: messages.length, tables: { records: false, claims: false } }) : [],
+    claims.length ? fetchCandidates(em, b, { type: 'ids', ids: claims }, { limit: claims.length, tables: { records: false, messages: false } }) : [],
   ]);
   return new Map(found.flat().map((c) => [c.ref.id, c]));
 }
@@ -125,7 +125,7 @@ export async function fetchHits(em: EntityManager, b: Boundary, hits: Hit[]): Pr
 export async function fetchCited(em: EntityManager, b: Boundary, ref: CitedRef): Promise<Candidate | null> {
   const m: Match = { type: 'ids', ids: [ref.id] };
   const tables: Tables = { records: ref.table === 'record', messages: ref.table === 'message', claims: ref.table === 'claim' };
-  const [found] = await fetchCandidates(em, b, m, 1, tables);
+  const [found] = await fetchCandidates(em, b, m, { limit: 1, tables });
   return found ?? null;
 }
 
@@ -139,7 +139,7 @@ async function neighbours(em: EntityManager, b: Boundary, of: Candidate[]): Prom
   if (!of.length) return [];
   const have = new Set(of.map((c) => c.ref.id));
   const ids = (await neighbourIds(em, b, of.map((c) => c.ref.id))).filter((id) => !have.has(id));
-  return ids.length ? fetchCandidates(em, b, { type: 'ids', ids }, ids.length, { records: false, claims: false }) : [];
+  return ids.length ? fetchCandidates(em, b, { type: 'ids', ids }, { limit: ids.length, tables: { records: false, claims: false } }) : [];
 }
 
 /**
@@ -148,15 +148,16 @@ async function neighbours(em: EntityManager, b: Boundary, of: Candidate[]): Prom
  * with the neighbours of the messages among them.
  */
 export async function fallbackCandidates(
-  em: EntityManager, b: Boundary, words: QueryWord[], ws: string[], limit: number, adjacency: boolean,
+  em: EntityManager, b: Boundary, q: { words: QueryWord[]; texts: string[]; limit: number; adjacency: boolean },
 ): Promise<Candidate[]> {
+  const { words, texts: ws, limit, adjacency } = q;
   // The impact index takes the words (it stems them as the index did); the memory tables, an OR of the
   // lexemes as a tsquery literal (already stemmed), prefix where asked.
   const match: Match = {
     type: 'fts', words: ws, prefix: words.map((w) => w.some((t) => t.prefix)),
     tsquery: words.flat().map((t) => `'${t.lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'${t.prefix ? ':*' : ''}`).join(' | '),
   };
-  const cands = await fetchCandidates(em, b, match, limit);
+  const cands = await fetchCandidates(em, b, match, { limit });
   return adjacency ? cands.concat(await neighbours(em, b, cands.filter((c) => c.kind === 'message'))) : cands;
 }
 

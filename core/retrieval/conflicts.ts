@@ -6,7 +6,7 @@ import { conflictPairs } from './conflicts.queries.ts';
 /**
  * The contradictions native memory has recorded (memory_claim.conflicts_with) among the given claims
  * and the claims they conflict with: a new claim lists the current claims of its slot it contradicts
- * (stored once, on the newer claim, migration 0020), so both directions are read. Each group holds
+ * (stored once, on the newer claim), so both directions are read. Each group holds
  * claims inside the boundary only (current, eligible, the key's audiences, the selectors), so every
  * handle a result shows for them resolves; a group of fewer than two is no conflict any more.
  */

@@ -80,6 +80,10 @@ export function createEmbedder(cfg: EmbeddingsConfig): Embedder {
   };
 }
 
+/** Who makes stored vectors (EMBEDDINGS_*; none: stored without) and where a failure is logged. */
+export type StoredEmbedding = { embedder: Embedder | null; log: { warn(o: object, m: string): void } };
+export const NO_EMBEDDING: StoredEmbedding = { embedder: null, log: { warn: () => {} } };
+
 /**
  * Vectors for texts a worker is storing, or null: without a provider, or when it fails (a warning is
  * logged). Writes never wait on or fail for the provider: what is stored without a vector is found by

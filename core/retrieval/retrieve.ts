@@ -1,14 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql, type Sql } from '../../platform/db/sql.ts';
+import type { Sql } from '../../platform/db/sql.ts';
 import { AccountIndex, type Filter, type Hit, type QueryWord, type SearchResult } from './account-index.ts';
 import { CLAIM, MESSAGE, RECORD } from './bm25.ts';
 import type { Boundary } from './boundary.ts';
 import { candidateDoc, fallbackCandidates, fetchCandidates, fetchHits, type Candidate } from './candidates.ts';
-import { analysisRow, fallbackStatistics, nearSpellings } from './candidates.queries.ts';
+import { analysisColumns, analysisRow, fallbackStatistics, nearSpellings } from './candidates.queries.ts';
 import { rank, type Ranked, type Scored, type Strategy } from './ranking.ts';
 import { rerank } from './rerank.ts';
 import type { SearchIndex } from './search-index.ts';
-import { memoryVersion, recordVersion } from './search-index.queries.ts';
 import { isStopWord, words } from './text.ts';
 
 /**
@@ -72,7 +71,7 @@ type Analyzed = { lexemes: string[]; versions: { records: number; memory: number
 /**
  * What a query's retrieval reads first, as the columns of one select list: the account's index
  * versions and each query word's lexemes. A query selects them in the statement that claims its
- * operation (core/query/operations.ts, CLAIM_AND_ANALYSE), sparing a round trip; otherwise retrieve()
+ * operation (core/query/operations.queries.ts, claimAndAnalyse), sparing a round trip; otherwise retrieve()
  * selects them on their own. Null when the query has no words to search for.
  */
 export type Analysis = { columns: Sql; read(row: Record<string, unknown>): Analyzed };
@@ -81,9 +80,7 @@ export function analysis(boundary: Boundary, query: string | undefined, strategy
   const ws = query ? queryWords(query) : [];
   if (!query || ws.length === 0) return null;
   return {
-    columns: sql`${recordVersion(boundary.accountId)} as record_version, ${memoryVersion(boundary.accountId)} as memory_version,
-            (select json_agg(tsvector_to_array(to_tsvector('english', w.word)) order by w.n)
-               from unnest(${ws}::text[]) with ordinality w(word, n)) as wl`,
+    columns: analysisColumns(boundary.accountId, ws),
     read(row) {
       const wl = (row.wl as string[][] | null) ?? [];
       const searched = ws.flatMap((w, i) => (wl[i]?.length ? [{ text: w, terms: wl[i]!.map((lexeme) => ({ lexeme, prefix: asPrefix(w, plan.expand) })) }] : []));
@@ -117,8 +114,8 @@ type Searched = { found: SearchResult; scored: number; candidate: (id: string) =
  * the messages among them, indexed and ranked by the same code as the copy, with the account's
  * statistics counted by PostgreSQL.
  */
-async function fallback(em: EntityManager, b: Boundary, a: Analyzed, ws: QueryWord[], plan: Plan): Promise<Searched> {
-  const cands = await fallbackCandidates(em, b, ws, a.text, plan.candidates, plan.adjacency);
+async function fallback(em: EntityManager, b: Boundary, ws: QueryWord[], { analyzed: a, plan }: { analyzed: Analyzed; plan: Plan }): Promise<Searched> {
+  const cands = await fallbackCandidates(em, b, { words: ws, texts: a.text, limit: plan.candidates, adjacency: plan.adjacency });
   const byId = new Map(cands.map((c) => [c.ref.id, c]));
   const index = new AccountIndex();
   index.add(cands.map((c) => ({ kind: KIND[c.ref.table], doc: candidateDoc(c) })));
@@ -130,7 +127,7 @@ async function fallback(em: EntityManager, b: Boundary, a: Analyzed, ws: QueryWo
 }
 
 /** The hits of the in-memory copy, fetched from PostgreSQL (the boundary applied again there). */
-async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, ws: QueryWord[], plan: Plan, semantic?: Float32Array): Promise<Searched> {
+async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, { ws, plan, semantic }: { ws: QueryWord[]; plan: Plan; semantic?: Float32Array }): Promise<Searched> {
   const found = index.search(filterOf(b), ws, { limit: FETCH_LIMIT, adjacency: plan.adjacency, ...(semantic ? { semantic } : {}) });
   const fetched = await fetchHits(em, b, found.hits);
   return { found, scored: found.hits.length, candidate: (id) => fetched.get(id) };
@@ -139,8 +136,7 @@ async function fromCopy(em: EntityManager, b: Boundary, index: AccountIndex, ws:
 export async function retrieve(
   em: EntityManager,
   boundary: Boundary,
-  query: string | undefined,
-  strategy: Strategy,
+  { query, strategy }: { query: string | undefined; strategy: Strategy },
   /**
    * `analyzed`: an analysis(boundary, query, strategy) and the row of a statement that selected its
    * columns. `plan`: another plan than the strategy's (the recall benchmark's ablation).
@@ -152,7 +148,7 @@ export async function retrieve(
   const reading = opts.analyzed?.analysis ?? analysis(boundary, query, strategy, plan);
   if (!query || !reading) {
     // Scoped context without a query (or a query of stop words only): the most recent content in scope.
-    const cands = query ? [] : await fetchCandidates(em, boundary, { type: 'recent' }, plan.candidates);
+    const cands = query ? [] : await fetchCandidates(em, boundary, { type: 'recent' }, { limit: plan.candidates });
     const ranked = rank(cands.map((c) => ({ cand: c, score: 1 })), strategy);
     return { ranked, semantic: 'off', rerank: 'off', candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
   }
@@ -163,7 +159,7 @@ export async function retrieve(
   const vector = embedder ? embedder.embed([query]).then(([v]) => v, () => undefined) : Promise.resolve(undefined);
   const copy = opts.index ? await opts.index.current(boundary.accountId, a.versions) : null;
   const semantic = copy ? await vector : undefined;
-  const search = (ws: QueryWord[]) => (copy ? fromCopy(em, boundary, copy, ws, plan, semantic) : fallback(em, boundary, a, ws, plan));
+  const search = (ws: QueryWord[]) => (copy ? fromCopy(em, boundary, copy, { ws, plan, semantic }) : fallback(em, boundary, ws, { analyzed: a, plan }));
   let result = await search(a.words);
   const matched = new Set(a.words.flatMap((w, i) => w.filter((_, j) => result.found.matched[i]![j]).map((t) => t.lexeme)));
   const unmatched = a.lexemes.filter((l) => !matched.has(l));

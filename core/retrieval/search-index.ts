@@ -22,11 +22,12 @@ import {
 /**
  * The API's in-memory copies of accounts' search indexes (account-index.ts), kept exact by versions:
  *
- * - Source records change only with their source row, which moves record_index_version (migration
- *   0017); a refresh compares the account's active sources with the copy's and loads the new ones.
- * - Searchable memory changes move memory_index_version (migration 0022), and each add-event that made
- *   messages available and each changed claim is stamped with the version that saw it; a refresh loads
- *   what was stamped since the copy's version, in one snapshot, and starts over after a deletion.
+ * - Source records change only with their source row, which moves record_index_version (trigger
+ *   source_record_index_version, platform/db/triggers); a refresh compares the account's active
+ *   sources with the copy's and loads the new ones.
+ * - Searchable memory changes move memory_index_version (triggers memory_*, platform/db/triggers), and
+ *   each add-event that made messages available and each changed claim is stamped with the version
+ *   that saw it; a refresh loads what was stamped since the copy's version, in one snapshot, and starts over after a deletion.
  * - A query uses a copy only when it is at or past the versions the query read in its first statement,
  *   waiting up to WAIT_MS for a refresh (a few new messages take milliseconds; a cold account of 100,000
  *   excerpts about a second); otherwise PostgreSQL finds the candidates (retrieve.ts) while the copy
@@ -76,7 +77,7 @@ async function loadRecords(em: EntityManager, into: AccountIndex, sourceIds: str
  * Memory stamped after the copy's version, in one snapshot with the version read: messages first, so
  * the claims of the same commit find the message they group with.
  */
-async function loadMemory(em: EntityManager, into: AccountIndex, accountId: string, fresh: boolean, model: string | null): Promise<'loaded' | 'reset'> {
+async function loadMemory(em: EntityManager, into: AccountIndex, accountId: string, { fresh, model }: { fresh: boolean; model: string | null }): Promise<'loaded' | 'reset'> {
   return em.transactional(async (tx) => {
     const v = await memoryIndexVersion(tx, accountId);
     const version = Number(v?.version ?? 0);
@@ -203,7 +204,7 @@ async function refresh(c: Copies, accountId: string): Promise<boolean> {
     index.recordVersion = versions.records;
   }
   if (index.memoryVersion < versions.memory || fresh) {
-    if ((await loadMemory(em, index, accountId, fresh, c.model)) === 'reset') {
+    if ((await loadMemory(em, index, accountId, { fresh, model: c.model })) === 'reset') {
       // Something was deleted since: load everything again, into a new copy.
       accounts.delete(accountId);
       return refresh(c, accountId);

@@ -1,7 +1,7 @@
 import { sql, type Sql } from '../../platform/db/sql.ts';
 
 /**
- * The impact index of source records (table record_term, migration 0014): per source, batch of
+ * The impact index of source records (table record_term): per source, batch of
  * records and lexeme, the ids of the records containing the lexeme and each one's impact, its share of
  * ts_rank(tsv, query, 1) (cairn_term_impact: the term-frequency part over log2 of the record's length).
  * ts_rank of an OR query is the sum of the impacts of its lexemes over their number, so the
@@ -12,7 +12,7 @@ import { sql, type Sql } from '../../platform/db/sql.ts';
 
 /**
  * Lateral `l(len)` of a record `r`: its length as ts_rank counts it (positions, at least one per lexeme;
- * cairn_tsv_length of migration 0022 computes the same). With IMPACT, the one definition of a record's
+ * platform/db/functions/cairn_tsv_length.sql computes the same). With IMPACT, the one definition of a record's
  * impacts, which ingest writes to record_term.
  */
 export const RECORD_LENGTH = 'cross join lateral (select sum(coalesce(array_length(x.positions, 1), 1))::integer as len from unnest(r.tsv) x) l';
@@ -23,12 +23,12 @@ export const IMPACT = 'cairn_term_impact(coalesce(array_length(u.positions, 1), 
  * SELECT of record_term rows for the records of `rel`, a relation with columns id, account_id,
  * source_id, tsv and batch (records grouped into one row per lexeme are of one source and one batch).
  */
-export function recordTermRows(rel: string): string {
+export function recordTermRows(rel: Sql): Sql {
   // The two aggregates take each group's rows in the same order, so the arrays stay aligned without
   // sorting each group.
-  return `select r.account_id, r.source_id, u.lexeme, array_agg(r.id), array_agg(${IMPACT})
+  return sql`select r.account_id, r.source_id, u.lexeme, array_agg(r.id), array_agg(${sql.raw(IMPACT)})
     from ${rel} r
-    ${RECORD_LENGTH}
+    ${sql.raw(RECORD_LENGTH)}
     cross join lateral unnest(r.tsv) u
    group by r.account_id, r.source_id, r.batch, u.lexeme`;
 }

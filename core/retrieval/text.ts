@@ -38,7 +38,7 @@ export type TsVector = { positions: Map<string, number[]>; length: number };
 /**
  * Parses `'lexeme':1,4A 'other':2` (the text form of a tsvector). A scanner rather than a regular
  * expression: retrieval parses every candidate's vector, and this is several times faster. The length
- * counts positions, at least one per lexeme (cairn_tsv_length of migration 0022).
+ * counts positions, at least one per lexeme (platform/db/functions/cairn_tsv_length.sql).
  */
 export function parseTsVector(text: string | null): TsVector {
   const positions = new Map<string, number[]>();

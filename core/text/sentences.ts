@@ -40,7 +40,7 @@ const BULLET = /^[ \t]*(?:[-*+•‣◦▪]|\d{1,3}[.)])[ \t]/;
  */
 export function sentenceSpans(text: string, start: number, end: number, lineBreaks: LineBreaks): Span[] {
   const out: Span[] = [];
-  eachSentence(text, start, end, lineBreaks, (s) => {
+  eachSentence(text, { start, end }, lineBreaks, (s) => {
     out.push(s);
   });
   return out;
@@ -52,7 +52,7 @@ export type LineBreaks = 'always' | 'bullets' | 'never';
  * The spans of sentenceSpans() handed to `visit` one by one, in order, until it returns false: a large
  * document's hundreds of thousands of sentences never sit in one array.
  */
-export function eachSentence(text: string, start: number, end: number, lineBreaks: LineBreaks, visit: (s: Span) => boolean | void): void {
+export function eachSentence(text: string, { start, end }: Span, lineBreaks: LineBreaks, visit: (s: Span) => boolean | void): void {
   let stopped = false;
   const push = (a: number, b: number) => {
     const s = trimSpan(text, a, b);

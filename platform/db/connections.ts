@@ -14,6 +14,11 @@ export function dedicatedConnection(url: string, opts: { connectTimeoutMs?: numb
   return new pg.Client({ connectionString: url, ...(opts.connectTimeoutMs ? { connectionTimeoutMillis: opts.connectTimeoutMs } : {}) });
 }
 
+/** LISTEN on a dedicated connection (`channel` from code): notifications arrive as its 'notification' events. */
+export async function listen(client: DedicatedConnection, channel: string): Promise<void> {
+  await client.query(`listen ${channel}`);
+}
+
 /** A pool of its own, for a library that takes a node-postgres pool (the rate limiter's). */
 export function dedicatedPool(url: string, opts: { max: number; options?: string }): pg.Pool {
   return new pg.Pool({ connectionString: url, max: opts.max, ...(opts.options ? { options: opts.options } : {}) });
@@ -35,7 +40,7 @@ const notifying = new WeakMap<object, Map<string, { inFlight: boolean; again: bo
 /**
  * NOTIFY `channel` on the EntityManager's pool, in a statement of its own (outside any transaction):
  * a transaction that notifies holds PostgreSQL's global notify lock through its commit's disk flush,
- * which makes concurrent writers commit one at a time (migration 0018). One notification per pool and
+ * which makes concurrent writers commit one at a time. One notification per pool and
  * channel is in flight at most; calls meanwhile ask for one more, sent when it returns, so a burst
  * costs a few notifications, not one each. Failures are dropped: callers keep an outbox that their
  * listeners also poll.

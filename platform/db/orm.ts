@@ -3,7 +3,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { dedicatedConnection } from './connections.ts';
 import { entities } from './entities/index.ts';
 import { migrationsList } from './migrations/index.ts';
-import { bound } from './sql.ts';
+import { bound, sql } from './sql.ts';
 import type { Logger } from '../logger.ts';
 
 export type Orm = MikroORM;
@@ -65,5 +65,5 @@ export async function migrate(orm: Orm): Promise<string[]> {
 }
 
 export async function pingDatabase(orm: Orm): Promise<void> {
-  await bound(orm.em.fork(), 'select 1', []);
+  await bound(orm.em.fork(), sql`select 1`);
 }

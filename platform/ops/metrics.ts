@@ -22,10 +22,7 @@ const ACTIVITY_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600];
 function stateGauge(
   registry: Registry,
   orm: Orm,
-  name: string,
-  help: string,
-  labelNames: string[],
-  count: (em: EntityManager) => Promise<CountRow[]>,
+  { name, help, labelNames, count }: { name: string; help: string; labelNames: string[]; count: (em: EntityManager) => Promise<CountRow[]> },
 ) {
   return new Gauge({
     name,
@@ -57,14 +54,22 @@ export function createApiMetrics(orm: Orm, index?: IndexCopies) {
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
-  stateGauge(registry, orm, 'cairn_ingest_jobs', 'Ingest jobs by status and kind (queued = queue depth)', ['status', 'kind'],
-    ingestJobCounts);
-  stateGauge(registry, orm, 'cairn_memory_events', 'Memory events by status and kind (queued and running = queue depth)', ['status', 'kind'],
-    memoryEventCounts);
-  stateGauge(registry, orm, 'cairn_credit_reservations', 'Credit reservations by status (held = not yet settled)', ['status'],
-    reservationCounts);
-  stateGauge(registry, orm, 'cairn_credit_reservations_overdue', 'Held credit reservations older than one hour: settlement is lagging', ['status'],
-    overdueReservationCounts);
+  stateGauge(registry, orm, {
+    name: 'cairn_ingest_jobs', help: 'Ingest jobs by status and kind (queued = queue depth)',
+    labelNames: ['status', 'kind'], count: ingestJobCounts,
+  });
+  stateGauge(registry, orm, {
+    name: 'cairn_memory_events', help: 'Memory events by status and kind (queued and running = queue depth)',
+    labelNames: ['status', 'kind'], count: memoryEventCounts,
+  });
+  stateGauge(registry, orm, {
+    name: 'cairn_credit_reservations', help: 'Credit reservations by status (held = not yet settled)',
+    labelNames: ['status'], count: reservationCounts,
+  });
+  stateGauge(registry, orm, {
+    name: 'cairn_credit_reservations_overdue', help: 'Held credit reservations older than one hour: settlement is lagging',
+    labelNames: ['status'], count: overdueReservationCounts,
+  });
   if (index) indexGauges(registry, index);
   return { registry, httpDuration };
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { dedicatedConnection } from '../../platform/db/connections.ts';
 import { ensureDatabase } from './embedded.ts';
 import { createOrm, migrate } from '../../platform/db/orm.ts';
+import type { Routine } from '../../platform/db/migrations/routines.ts';
 
 // docs/schema.sql: the schema the migrations build, as one readable file (`npm run schema` writes it;
 // test/integration/schema.test.ts migrates a fresh database and checks the file is still true).
@@ -12,6 +13,18 @@ import { createOrm, migrate } from '../../platform/db/orm.ts';
 
 /** One statement per query row (`ddl`), in the order the query returns them. */
 type Rows = { ddl: string }[];
+
+// Functions and triggers, each with its name: also what test/integration/schema.test.ts holds to their
+// source files (platform/db/migrations/routines.ts).
+const FUNCTIONS = `
+    select p.proname as name, rtrim(pg_get_functiondef(p.oid), E'\\n') || ';' as ddl
+      from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname = 'public' and not exists (select 1 from pg_depend d where d.objid = p.oid and d.deptype = 'e')
+     order by p.proname, pg_get_function_identity_arguments(p.oid)`;
+const TRIGGERS = `
+    select g.tgname as name, pg_get_triggerdef(g.oid, true) || ';' as ddl
+      from pg_trigger g join pg_class c on c.oid = g.tgrelid join pg_namespace n on n.oid = c.relnamespace
+     where n.nspname = 'public' and not g.tgisinternal order by c.relname, g.tgname`;
 
 const SECTIONS: [title: string, sql: string][] = [
   ['Extensions', `
@@ -50,15 +63,8 @@ const SECTIONS: [title: string, sql: string][] = [
     select format(E'create view %I as\\n%s', c.relname, pg_get_viewdef(c.oid, true)) as ddl
       from pg_class c join pg_namespace n on n.oid = c.relnamespace
      where n.nspname = 'public' and c.relkind = 'v' order by c.relname`],
-  ['Functions', `
-    select rtrim(pg_get_functiondef(p.oid), E'\n') || ';' as ddl
-      from pg_proc p join pg_namespace n on n.oid = p.pronamespace
-     where n.nspname = 'public' and not exists (select 1 from pg_depend d where d.objid = p.oid and d.deptype = 'e')
-     order by p.proname, pg_get_function_identity_arguments(p.oid)`],
-  ['Triggers', `
-    select pg_get_triggerdef(g.oid, true) || ';' as ddl
-      from pg_trigger g join pg_class c on c.oid = g.tgrelid join pg_namespace n on n.oid = c.relnamespace
-     where n.nspname = 'public' and not g.tgisinternal order by c.relname, g.tgname`],
+  ['Functions', FUNCTIONS],
+  ['Triggers', TRIGGERS],
 ];
 
 /** The schema `public` of the database at `url`, as SQL text (see the top of this file). */
@@ -78,14 +84,34 @@ export async function dumpSchema(url: string): Promise<string> {
   }
 }
 
+/** The functions and triggers of the database at `url`, as PostgreSQL prints them, each kind by name. */
+export async function databaseRoutines(url: string): Promise<Routine[]> {
+  const client = dedicatedConnection(url);
+  await client.connect();
+  try {
+    const kinds = [['function', FUNCTIONS], ['trigger', TRIGGERS]] as const;
+    const read = kinds.map(async ([kind, query]) => (await client.query<{ name: string; ddl: string }>(query)).rows
+      .map((r) => ({ kind, name: r.name, text: r.ddl.trim() }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)));
+    return (await Promise.all(read)).flat();
+  } finally {
+    await client.end();
+  }
+}
+
 /**
- * The schema a fresh database gets from the migrations: made on the server of `serverUrl` (any
- * database URL of it, with the right to create databases), migrated, read, and dropped again.
+ * A fresh database made from the migrations on the server of `serverUrl` (any database URL of it, with
+ * the right to create databases): its URL, and `drop` to remove it again.
  */
-export async function dumpFreshSchema(serverUrl: string): Promise<string> {
+export async function freshDatabase(serverUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `cairn_schema_${randomBytes(4).toString('hex')}`;
   const scratch = new URL(serverUrl);
   scratch.pathname = `/${name}`;
+  const drop = async () => {
+    const admin = dedicatedConnection(serverUrl);
+    await admin.connect();
+    await admin.query(`drop database if exists "${name}" with (force)`).finally(() => admin.end());
+  };
   try {
     await ensureDatabase(scratch.toString());
     const orm = await createOrm(scratch.toString());
@@ -94,10 +120,19 @@ export async function dumpFreshSchema(serverUrl: string): Promise<string> {
     } finally {
       await orm.close();
     }
-    return await dumpSchema(scratch.toString());
+    return { url: scratch.toString(), drop };
+  } catch (err) {
+    await drop();
+    throw err;
+  }
+}
+
+/** The schema a fresh database gets from the migrations (`freshDatabase`), read and dropped again. */
+export async function dumpFreshSchema(serverUrl: string): Promise<string> {
+  const db = await freshDatabase(serverUrl);
+  try {
+    return await dumpSchema(db.url);
   } finally {
-    const admin = dedicatedConnection(serverUrl);
-    await admin.connect();
-    await admin.query(`drop database if exists "${name}" with (force)`).finally(() => admin.end());
+    await db.drop();
   }
 }

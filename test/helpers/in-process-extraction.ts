@@ -13,7 +13,7 @@ export function inProcessExtraction(limits: IngestLimits): ExtractionPool {
     check: async (_accountId, bytes, contentType) => {
       await unwrap<null>({ kind: 'check', bytes, contentType });
     },
-    preview: (_accountId, bytes, contentType, finalUrl, ocr) => unwrap({ kind: 'preview', bytes, contentType, finalUrl, limits, ocr }),
+    preview: (_accountId, doc) => unwrap({ kind: 'preview', ...doc, limits }),
     build: async (_accountId, { source, ...input }) => unwrap({ kind: 'build', ...input, bytes: await readAll(source), limits }),
     ocr: (_accountId, bytes, pages) => unwrap({ kind: 'ocr', bytes, pages }),
     close: async () => {},

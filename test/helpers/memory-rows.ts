@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Orm } from '../../platform/db/orm.ts';
-import { bound } from '../../platform/db/sql.ts';
+import { bound, sql } from '../../platform/db/sql.ts';
 
 // Native-memory rows written with SQL, for retrieval tests that need memory but not the write path. A
 // message is retrievable once `available`; a claim when `state = 'current'` and `eligibility =
-// 'eligible'`. The database gives each message its search vector and version stamp (migration 0022).
+// 'eligible'`. The database gives each message its search vector and version stamp (its triggers,
+// platform/db/triggers).
 
 const hash = (t: string) => createHash('sha256').update(t.replace(/\s+/g, ' ').trim()).digest('hex');
 
@@ -12,8 +13,8 @@ export function memoryRows(orm: Orm) {
   const em = () => orm.em.fork();
   const label = async (table: 'memory_peer' | 'memory_session', accountId: string, name: string) => {
     const id = randomUUID();
-    await bound(em(), `insert into ${table} (id, account_id, label) values (?, ?, ?) on conflict do nothing`, [id, accountId, name]);
-    const [row] = await bound<{ id: string }>(em(), `select id from ${table} where account_id = ? and label = ?`, [accountId, name]);
+    await bound(em(), sql`insert into ${sql.raw(table)} (id, account_id, label) values (${id}, ${accountId}, ${name}) on conflict do nothing`);
+    const [row] = await bound<{ id: string }>(em(), sql`select id from ${sql.raw(table)} where account_id = ${accountId} and label = ${name}`);
     return row!.id;
   };
   return {
@@ -24,14 +25,12 @@ export function memoryRows(orm: Orm) {
       m: { peerId: string; sessionId: string; content: string; available?: boolean; agentId?: string; audience?: string; createdAt?: Date },
     ) {
       const eventId = randomUUID();
-      await bound(em(), `insert into memory_event (id, account_id, kind, status) values (?, ?, 'add_messages', 'succeeded')`, [eventId, accountId]);
+      await bound(em(), sql`insert into memory_event (id, account_id, kind, status) values (${eventId}, ${accountId}, 'add_messages', 'succeeded')`);
       const id = randomUUID();
       await bound(
         em(),
-        `insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, agent_id, audience, available, created_at, content_hash)
-         values (?, ?, ?, ?, ?, 0, 'user', ?, ?, ?, ?, ?, ?)`,
-        [id, accountId, m.peerId, m.sessionId, eventId, m.content, m.agentId ?? null, m.audience ?? null, m.available ?? true,
-          m.createdAt ?? new Date(), hash(m.content)],
+        sql`insert into memory_message (id, account_id, peer_id, session_id, event_id, position, role, content, agent_id, audience, available, created_at, content_hash)
+         values (${id}, ${accountId}, ${m.peerId}, ${m.sessionId}, ${eventId}, 0, 'user', ${m.content}, ${m.agentId ?? null}, ${m.audience ?? null}, ${m.available ?? true}, ${m.createdAt ?? new Date()}, ${hash(m.content)})`,
       );
       return { id, eventId };
     },
@@ -46,11 +45,9 @@ export function memoryRows(orm: Orm) {
       const id = randomUUID();
       await bound(
         em(),
-        `insert into memory_claim (id, account_id, peer_id, session_id, content, state, authority, eligibility, support_status, head_revision,
+        sql`insert into memory_claim (id, account_id, peer_id, session_id, content, state, authority, eligibility, support_status, head_revision,
            valid_from, message_id, span_start, span_end)
-         values (?, ?, ?, ?, ?, ?, ?, ?, 'supported', ?, ?, ?, ?, ?)`,
-        [id, accountId, c.peerId, c.sessionId ?? null, c.content, c.state ?? 'current', c.authority ?? 'inferred',
-          c.eligibility ?? 'eligible', `rev-${randomUUID()}`, c.validFrom ?? new Date(), c.messageId ?? null, c.span?.[0] ?? null, c.span?.[1] ?? null],
+         values (${id}, ${accountId}, ${c.peerId}, ${c.sessionId ?? null}, ${c.content}, ${c.state ?? 'current'}, ${c.authority ?? 'inferred'}, ${c.eligibility ?? 'eligible'}, 'supported', ${`rev-${randomUUID()}`}, ${c.validFrom ?? new Date()}, ${c.messageId ?? null}, ${c.span?.[0] ?? null}, ${c.span?.[1] ?? null})`,
       );
       return id;
     },

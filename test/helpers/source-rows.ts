@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Orm } from '../../platform/db/orm.ts';
-import { bound } from '../../platform/db/sql.ts';
+import { bound, sql } from '../../platform/db/sql.ts';
 import { loadConfig } from '../../platform/config.ts';
 import { inProcessExtraction } from './in-process-extraction.ts';
 import { buildSourceRecords, type ProcessResult } from '../../core/ingest/build/build.ts';
@@ -20,11 +20,10 @@ export async function ingestUpload(
 ): Promise<{ id: string; result: ProcessResult }> {
   const em = orm.em.fork();
   const id = randomUUID();
-  await bound(em, `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, filename, content_type, dated_at)
-    values (?, ?, 'file', 'queued', ?, ?, ?, ?, current_date)`, [id, accountId, id, id, file.filename, file.contentType]);
-  await bound(em, `insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (?, ?, ?, ?, ?, ?)`,
-    [id, accountId, file.bytes, createHash('sha256').update(file.bytes).digest('hex'), file.bytes.byteLength, file.contentType]);
-  const result = await buildSourceRecords(em, extraction, id, null);
+  await bound(em, sql`insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, filename, content_type, dated_at)
+    values (${id}, ${accountId}, 'file', 'queued', ${id}, ${id}, ${file.filename}, ${file.contentType}, current_date)`);
+  await bound(em, sql`insert into ingest_blob (job_id, account_id, bytes, sha256, size_bytes, content_type) values (${id}, ${accountId}, ${file.bytes}, ${createHash('sha256').update(file.bytes).digest('hex')}, ${file.bytes.byteLength}, ${file.contentType})`);
+  const result = await buildSourceRecords(em, extraction, { jobId: id, fetch: null });
   if (result.status === 'needs_ocr') throw new Error(`pages ${result.pages.join(', ')} need OCR`);
   return { id, result };
 }

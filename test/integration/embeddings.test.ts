@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../core/auth/api-keys.ts';
-import { bound } from '../../platform/db/sql.ts';
+import { bound, sql } from '../../platform/db/sql.ts';
 import { ApiClient, createTestAccount, eventually, type Json } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startEmbeddingsServer } from '../helpers/embeddings-server.ts';
@@ -70,7 +70,7 @@ afterAll(async () => {
 describe('semantic retrieval', () => {
   it('stores a message with its vector and the model that made it, sending the key and the texts to the provider', async () => {
     const rows = await bound<{ content: string; model: string | null; bytes: number | null }>(db.orm.em.fork(),
-      'select content, embedding_model as model, octet_length(embedding) as bytes from memory_message order by created_at', []);
+      sql`select content, embedding_model as model, octet_length(embedding) as bytes from memory_message order by created_at`);
     expect(rows.every((r) => r.model === MODEL && r.bytes === 64 * 4)).toBe(true);
     expect(provider.requests.some((r) => r.input.includes('I bought a new car last week, a blue one.'))).toBe(true);
     expect(provider.requests.every((r) => r.model === MODEL && r.authorization === 'Bearer sk-test-embeddings')).toBe(true);
@@ -99,7 +99,7 @@ describe('semantic retrieval', () => {
       return ['succeeded', 'failed', 'quarantined'].includes(j?.job?.status) ? j.job : null;
     }, 'job', 60_000);
     expect(job.status, JSON.stringify(job)).toBe('succeeded');
-    const [excerpt] = await bound<{ model: string | null }>(db.orm.em.fork(), "select embedding_model as model from record where kind = 'excerpt' and text like '%physician%'", []);
+    const [excerpt] = await bound<{ model: string | null }>(db.orm.em.fork(), sql`select embedding_model as model from record where kind = 'excerpt' and text like '%physician%'`);
     expect(excerpt!.model).toBe(MODEL);
     expect((await query('doctor', 'accuracy')).evidence.map((e) => e.text).join(' ')).toContain('physician');
   });
@@ -108,7 +108,7 @@ describe('semantic retrieval', () => {
     provider.setFailing(true);
     try {
       const id = await say('dana', 'later', 'My puppy is called Rex.');
-      const [row] = await bound<{ embedding: Buffer | null }>(db.orm.em.fork(), 'select embedding from memory_message where id = ?', [id]);
+      const [row] = await bound<{ embedding: Buffer | null }>(db.orm.em.fork(), sql`select embedding from memory_message where id = ${id}`);
       expect(row!.embedding).toBeNull();
       const r = await query('puppy Rex', 'accuracy');
       expect(JSON.stringify(r.evidence)).toContain('My puppy is called Rex.');

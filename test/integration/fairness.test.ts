@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../core/auth/accounts.ts';
 import { createApiKey } from '../../core/auth/api-keys.ts';
 import { loadConfig } from '../../platform/config.ts';
-import { bound } from '../../platform/db/sql.ts';
+import { bound, sql } from '../../platform/db/sql.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { nestedDivs } from '../helpers/hostile-files.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
@@ -56,14 +56,14 @@ describe('ingest across accounts', () => {
     const aJobs: string[] = [];
     for (let i = 0; i < 8; i++) aJobs.push(await submit(a, `a-${i}.html`, 'text/html', slow));
     // A's first job runs; the rest wait in the ingest queue's backlog.
-    await expect.poll(async () => (await bound<{ n: string }>(db.orm.em.fork(), 'select count(*) as n from ingest_job where id = any(?) and attempts > 0', [aJobs]))[0]!.n, { timeout: 60_000 }).not.toBe('0');
+    await expect.poll(async () => (await bound<{ n: string }>(db.orm.em.fork(), sql`select count(*) as n from ingest_job where id = any(${aJobs}) and attempts > 0`))[0]!.n, { timeout: 60_000 }).not.toBe('0');
     await sleep(500);
     const bJob = await submit(b, 'b.md', 'text/markdown', Buffer.from('# B\n\nThe Kestrel launch moved to March 2027.'));
 
     const all = [...aJobs, bJob];
-    await expect.poll(async () => (await bound<{ n: string }>(db.orm.em.fork(), `select count(*) as n from ingest_job where id = any(?) and status in ('succeeded', 'failed')`, [all]))[0]!.n,
+    await expect.poll(async () => (await bound<{ n: string }>(db.orm.em.fork(), sql`select count(*) as n from ingest_job where id = any(${all}) and status in ('succeeded', 'failed')`))[0]!.n,
       { timeout: 300_000, interval: 250 }).toBe(String(all.length));
-    const order = (await bound<{ id: string }>(db.orm.em.fork(), 'select id from ingest_job where id = any(?) order by completed_at, id', [all])).map((r) => r.id);
+    const order = (await bound<{ id: string }>(db.orm.em.fork(), sql`select id from ingest_job where id = any(${all}) order by completed_at, id`)).map((r) => r.id);
     // First come, first served would finish B's job ninth; round-robin by account runs it right after
     // the job that was running (allowing one more of A's for a task already handed to the worker).
     expect(order.indexOf(bJob)).toBeLessThanOrEqual(2);

@@ -114,8 +114,9 @@ describe('memory event dispatch', () => {
       eventId = r.body.event_id;
       await woken;
       expect(seen[0]).toBe('queued');
-      // The write function itself notifies no one (migration 0018): a notifying transaction holds the
-      // global notify lock through its commit's flush, which serialized concurrent writes.
+      // The write function itself (platform/db/functions/cairn_add_messages.sql) notifies no one: a
+      // notifying transaction holds the global notify lock through its commit's flush, which serializes
+      // concurrent writes.
       const [fn] = await sql.query<{ src: string }>("select prosrc as src from pg_proc where proname = 'cairn_add_messages'");
       expect(fn!.src).not.toMatch(/pg_notify/);
     } finally {
@@ -141,7 +142,7 @@ describe('memory event dispatch', () => {
       const batches = await batchesOf(eventIds);
       expect(batches.map((b) => b.batch_id)).not.toContain(lost);
       // The lost batch, were its workflow to start late, finds nothing of its own to do.
-      const out = await processBatch(db.orm.em.fork(), createRuleDeriver(), lost, eventIds, () => {});
+      const out = await processBatch(db.orm.em.fork(), createRuleDeriver(), { batchId: lost, eventIds, onError: () => {} });
       expect(out).toEqual({ succeeded: 0, failed: 0, finishedBefore: 3, retry: [] });
       expect(await sql.count('select 1 from memory_claim where event_id = any($1)', [eventIds])).toBe(3);
     } finally {
@@ -187,7 +188,7 @@ describe('memory event dispatch', () => {
       const claimB = (await c.mem(key, 'GET', `/claims/${b}`)).body;
       expect(claimA).toMatchObject({ state: 'current', content: expect.stringContaining(x), support_status: 'conflicting', conflicts_with: [b] });
       expect(claimB).toMatchObject({ state: 'current', content: expect.stringContaining(y), support_status: 'conflicting', conflicts_with: [a] });
-      // Stored one way (migration 0020): the new claim lists the old one, which is not rewritten.
+      // Stored one way: the new claim lists the old one, which is not rewritten.
       const rows = await sql.query<{ id: string; support_status: string; conflicts_with: string[] }>(
         'select id, support_status, conflicts_with from memory_claim where id = any($1) order by id', [[a, b]]);
       expect(rows).toEqual([{ id: a, support_status: 'supported', conflicts_with: [] }, { id: b, support_status: 'conflicting', conflicts_with: [a] }].sort((p, q) => p.id.localeCompare(q.id)));
@@ -242,9 +243,9 @@ describe('memory event dispatch', () => {
 
   it('messages made available when their event succeeds are updated in place, leaving every index alone', async () => {
     // Messages fill their pages as a busy account's do; their events then succeed one by one, which
-    // marks each event's few messages available (here one message in forty). Without free room on their pages (fillfactor, migration 0019) each such update would
+    // marks each event's few messages available (here one message in forty). Without free room on their pages (the table's fillfactor) each such update would
     // write a new row version elsewhere and insert it into all six of the table's indexes. (Claims are
-    // no longer rewritten by later conflicts: migration 0020.)
+    // never rewritten by later conflicts.)
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../core/auth/accounts.ts';
 import { createApiKey } from '../../core/auth/api-keys.ts';
 import { loadConfig } from '../../platform/config.ts';
-import { bound } from '../../platform/db/sql.ts';
+import { bound, sql } from '../../platform/db/sql.ts';
 import { AppError } from '../../platform/errors.ts';
 import { getBalance, lockBalance, verifyLedger } from '../../core/metering/ledger.ts';
 import { changeLimits } from '../../core/metering/limits.ts';
@@ -43,8 +43,8 @@ const ledgerRows = (accountId: string, kind?: string) =>
   db.orm.em
     .fork()
     .getConnection()
-    .execute<{ kind: string; amount: number; monthly_delta: number; onboarding_delta: number }[]>(
-      `select kind, amount, monthly_delta, onboarding_delta from credit_ledger where account_id = ? ${kind ? 'and kind = ?' : ''} order by id`,
+    .execute<{ kind: string; amount: number; monthly_delta: number; onboarding_delta: number; reason: string | null }[]>(
+      `select kind, amount, monthly_delta, onboarding_delta, reason from credit_ledger where account_id = ? ${kind ? 'and kind = ?' : ''} order by id`,
       kind ? [accountId, kind] : [accountId],
     );
 
@@ -95,16 +95,27 @@ describe('credit ledger', () => {
   it('flushLater reserves and settles the same, committing its own transaction asynchronously only', async () => {
     const id = await newAccount({ monthly: 10, onboarding: 0 });
     const reservationId = randomUUID();
-    const setting = (em: typeof db.orm.em) => bound<{ s: string }>(em, "select current_setting('synchronous_commit') as s", []);
+    const setting = (em: typeof db.orm.em) => bound<{ s: string }>(em, sql`select current_setting('synchronous_commit') as s`);
     await db.orm.em.fork().transactional(async (tx) => {
       await reserve(tx, { reservationId, accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 5, consumeQuota: false, flushLater: true });
       expect((await setting(tx))[0]!.s).toBe('off');
     });
     // Local to that transaction: the pooled connections keep synchronous commits.
     for (let i = 0; i < 3; i++) expect((await setting(db.orm.em.fork()))[0]!.s).toBe('on');
-    const s = await settle(db.orm.em.fork(), reservationId, 'completed', 2, undefined, true);
+    const s = await settle(db.orm.em.fork(), reservationId, 'completed', { providerCostUsed: 2, flushLater: true });
     expect({ charged: s.charged, refunded: s.refunded }).toEqual({ charged: 3, refunded: 3 });
     expect((await getBalance(db.orm.em.fork(), id)).monthly).toBe(7);
+    expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
+  });
+
+  it('recognition_failed (OCR the provider refused) refunds everything, and is the ledger\'s reason', async () => {
+    const id = await newAccount({ monthly: 10, onboarding: 0 });
+    const reservationId = randomUUID();
+    await reserve(db.orm.em.fork(), { reservationId, accountId: id, metric: 'ingest', baseCost: 0, maxProviderCost: 4, consumeQuota: false });
+    const s = await settle(db.orm.em.fork(), reservationId, 'recognition_failed', { providerCostUsed: 4 });
+    expect({ charged: s.charged, refunded: s.refunded }).toEqual({ charged: 0, refunded: 4 });
+    expect((await ledgerRows(id, 'refund')).map((r) => r.reason)).toEqual(['recognition_failed']);
+    expect((await getBalance(db.orm.em.fork(), id)).monthly).toBe(10);
     expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
   });
 
@@ -113,8 +124,8 @@ describe('credit ledger', () => {
     const reservationId = randomUUID();
     await reserve(db.orm.em.fork(), { reservationId, accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 5, consumeQuota: false });
     const [a, b] = await Promise.all([
-      settle(db.orm.em.fork(), reservationId, 'completed', 2),
-      settle(db.orm.em.fork(), reservationId, 'completed', 2),
+      settle(db.orm.em.fork(), reservationId, 'completed', { providerCostUsed: 2 }),
+      settle(db.orm.em.fork(), reservationId, 'completed', { providerCostUsed: 2 }),
     ]);
     const again = await settle(db.orm.em.fork(), reservationId, 'retrieval_failed');
     for (const s of [a, b, again]) expect({ charged: s.charged, refunded: s.refunded }).toEqual({ charged: 3, refunded: 3 });
@@ -148,7 +159,7 @@ describe('credit ledger', () => {
     const r = await reserve(db.orm.em.fork(), { reservationId: randomUUID(), accountId: id, metric: 'query', baseCost: 1, maxProviderCost: 2, consumeQuota: false }, nextPeriod);
     expect(r.balance.periodStart.toISOString()).toBe(first.balance.periodEnd.toISOString());
     expect([r.balance.monthly, r.balance.onboarding]).toEqual([2, 3]);
-    const s = await settle(db.orm.em.fork(), r.reservationId, 'completed', 1, nextPeriod);
+    const s = await settle(db.orm.em.fork(), r.reservationId, 'completed', { providerCostUsed: 1, now: nextPeriod });
     expect([s.charged, s.refunded, s.balance.monthly]).toEqual([2, 1, 3]);
     expect(await ledgerRows(id, 'period_reset')).toHaveLength(1);
     expect((await verifyLedger(db.orm.em.fork(), id)).ok).toBe(true);
@@ -270,7 +281,7 @@ describe('metered operations (reserve, work, settle)', () => {
       expect(sweeper.status.name).toBe('RUNNING');
       // Later sweeps and a late settlement by the API change nothing: settled exactly once, as abandoned.
       await new Promise((r) => setTimeout(r, 3500));
-      expect(await settle(db.orm.em.fork(), reservationId, 'completed', 3)).toMatchObject({ charged: 1, refunded: 3 });
+      expect(await settle(db.orm.em.fork(), reservationId, 'completed', { providerCostUsed: 3 })).toMatchObject({ charged: 1, refunded: 3 });
       expect(await ledgerRows(id, 'charge')).toHaveLength(1);
       expect(await ledgerRows(id, 'refund')).toHaveLength(1);
       expect((await getBalance(db.orm.em.fork(), id)).monthly).toBe(4);

@@ -22,7 +22,7 @@ const build = (bytes: Buffer, ocr?: Parameters<ExtractionPool['build']>[1]['ocr'
 describe('OCR of scanned PDF pages', () => {
   it('finds the scanned pages (not the blank one), recognises them, and every record cites its page', { timeout: 120_000 }, async () => {
     expect(await build(mixed)).toEqual({ needsOcr: [2, 4] });
-    expect(await pool.preview('account-a', mixed, 'application/pdf', null)).toEqual({ needsOcr: [2, 4] });
+    expect(await pool.preview('account-a', { bytes: mixed, contentType: 'application/pdf', finalUrl: null })).toEqual({ needsOcr: [2, 4] });
 
     const pages = await pool.ocr('account-a', mixed, [2, 4]);
     expect(pages.map((p) => p.page)).toEqual([2, 4]);
@@ -40,7 +40,7 @@ describe('OCR of scanned PDF pages', () => {
     }
     expect(built.rows.some((r) => r.page === 3)).toBe(false);
 
-    const plan = await pool.preview('account-a', mixed, 'application/pdf', null, pages);
+    const plan = await pool.preview('account-a', { bytes: mixed, contentType: 'application/pdf', finalUrl: null, ocr: pages });
     expect(plan).toMatchObject({ pages: 4, warnings: expect.arrayContaining(['Text of pages 2, 4 was recognised by OCR (scanned pages).', '1 of 4 pages have no extractable text (blank pages): 3.']) });
   });
 

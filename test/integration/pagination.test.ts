@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../core/auth/accounts.ts';
 import { createApiKey } from '../../core/auth/api-keys.ts';
 import { loadConfig } from '../../platform/config.ts';
-import { bound } from '../../platform/db/sql.ts';
+import { bound, sql, type Sql } from '../../platform/db/sql.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { memoryRows } from '../helpers/memory-rows.ts';
 import { startApi, testTemporalClient } from '../helpers/services.ts';
@@ -28,7 +28,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const sql = (text: string, params: unknown[] = []) => bound(db.orm.em.fork(), text, params);
+const run = (statement: Sql) => bound(db.orm.em.fork(), statement);
 
 async function newAccount() {
   const defaults = loadConfig({}).accountDefaults;
@@ -75,7 +75,7 @@ describe('cursors are exact and stable', () => {
       const ids: { id: string; at: string }[] = [];
       for (const at of sameMillisecond(us)) {
         const id = await rows.claim(account.id, { peerId: peer, content: `claim ${ids.length}`, authority: 'inferred_memory' });
-        await sql('update memory_claim set created_at = ?::timestamptz where id = ?', [at, id]);
+        await run(sql`update memory_claim set created_at = ${at}::timestamptz where id = ${id}`);
         ids.push({ id, at });
       }
       const expected = ids.sort((a, b) => (a.at === b.at ? (a.id < b.id ? 1 : -1) : a.at < b.at ? 1 : -1)).map((r) => r.id);
@@ -95,7 +95,7 @@ describe('cursors are exact and stable', () => {
       const made: { id: string; eventId: string; at: string }[] = [];
       for (const at of sameMillisecond(us)) {
         const m = await rows.message(account.id, { peerId: peer, sessionId: session, content: `message ${made.length}` });
-        await sql('update memory_message set created_at = ?::timestamptz where id = ?', [at, m.id]);
+        await run(sql`update memory_message set created_at = ${at}::timestamptz where id = ${m.id}`);
         made.push({ ...m, at });
       }
       const expected = made.sort((a, b) => (a.at === b.at ? (a.eventId < b.eventId ? -1 : 1) : a.at < b.at ? -1 : 1)).map((r) => r.id);
@@ -112,8 +112,8 @@ describe('cursors are exact and stable', () => {
       const jobs: string[] = [];
       for (const at of sameMillisecond(us)) {
         const id = randomUUID();
-        await sql(`insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, created_at)
-          values (?, ?, 'url', 'failed', ?, 'h', date_trunc('milliseconds', ?::timestamptz))`, [id, account.id, id, at]);
+        await run(sql`insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, created_at)
+          values (${id}, ${account.id}, 'url', 'failed', ${id}, 'h', date_trunc('milliseconds', ${at}::timestamptz))`);
         jobs.push(id);
       }
       const rows = memoryRows(db.orm);

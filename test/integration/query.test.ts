@@ -9,8 +9,8 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { memoryRows } from '../helpers/memory-rows.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
-// POST /v1/query end to end: documents ingested through the real API and worker, memory rows of
-// migration 0006, real metering and idempotency.
+// POST /v1/query end to end: documents ingested through the real API and worker, memory rows
+// written with SQL, real metering and idempotency.
 
 let db: TestDatabase;
 let sql: Sql;

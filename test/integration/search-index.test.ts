@@ -54,17 +54,16 @@ async function copyOf(accountId: string, from = index) {
 /** A query's words as retrieve() searches them (each word's own lexemes, exact). */
 async function wordsOf(text: string): Promise<QueryWord[]> {
   const rows = await bound<{ l: string[] }>(em(),
-    "select tsvector_to_array(to_tsvector('english', w)) as l from unnest(?::text[]) with ordinality x(w, n) order by n", [queryWords(text)]);
+    sql`select tsvector_to_array(to_tsvector('english', w)) as l from unnest(${queryWords(text)}::text[]) with ordinality x(w, n) order by n`);
   return rows.filter((r) => r.l.length).map((r) => r.l.map((lexeme) => ({ lexeme, prefix: false })));
 }
 
 /** BM25 of every searchable document of the account, computed here from the stored vectors. */
 async function reference(accountId: string, words: QueryWord[]): Promise<Map<string, number>> {
-  const docs = await bound<{ id: string; kind: number; tsv: string }>(em(), `
-    select r.id, 0 as kind, r.tsv::text as tsv from record r join source s on s.id = r.source_id where r.account_id = ? and s.status = 'active'
-    union all select id, 1, tsv::text from memory_message where account_id = ? and available
-    union all select id, 2, tsv::text from memory_claim where account_id = ? and state = 'current' and eligibility = 'eligible'`,
-  [accountId, accountId, accountId]);
+  const docs = await bound<{ id: string; kind: number; tsv: string }>(em(), sql`
+    select r.id, 0 as kind, r.tsv::text as tsv from record r join source s on s.id = r.source_id where r.account_id = ${accountId} and s.status = 'active'
+    union all select id, 1, tsv::text from memory_message where account_id = ${accountId} and available
+    union all select id, 2, tsv::text from memory_claim where account_id = ${accountId} and state = 'current' and eligibility = 'eligible'`);
   const parsed = docs.map((d) => ({ ...d, v: parseTsVector(d.tsv) }));
   const n = [0, 0, 0];
   const total = [0, 0, 0];
@@ -184,8 +183,8 @@ describe('ranking', () => {
     const extra = ['e-mail the harbour-station survey budget', 'zyxwv harbour terns', `where does ${c0.peer} live`];
     let answered = 0;
     for (const q of [...set.questions.slice(0, 15).map((x) => x.question), ...extra]) {
-      const plain = await retrieve(em(), boundary(C), q, strategy, { plan });
-      const fast = await retrieve(em(), boundary(C), q, strategy, { index: own, plan });
+      const plain = await retrieve(em(), boundary(C), { query: q, strategy }, { plan });
+      const fast = await retrieve(em(), boundary(C), { query: q, strategy }, { index: own, plan });
       if (plain.ranked.length) answered++;
       expect(fast.ranked.slice(0, 10).map((c) => c.ref.id)).toEqual(plain.ranked.slice(0, 10).map((c) => c.ref.id));
       // The same scores (the recency prior moves with the clock between the two calls).
@@ -229,18 +228,18 @@ describe('conversations', () => {
     const onlyCaroline = copy.search({ ...EVERYTHING, peerIds: new Set([talk.a]) }, words, { limit: 10, adjacency: true }).hits;
     expect(onlyCaroline.map((h) => [h.id, h.score])).toEqual([[ids[0], s], [ids[2], ADJACENT_WEIGHT * NEIGHBOUR_DECAY * s]]);
     // Through the query: the answer, which holds none of the question's words, is among the evidence.
-    const r = await retrieve(em(), boundary(M), 'Who went to the lighthouse at Kelvara and when?', 'efficient', { index });
+    const r = await retrieve(em(), boundary(M), { query: 'Who went to the lighthouse at Kelvara and when?', strategy: 'efficient' }, { index });
     expect(r.ranked.slice(0, 3).map((c) => c.ref.id)).toContain(ids[1]);
   });
 
   it('finds a message by who said it and the date it was said; the evidence is the message as written', async () => {
     for (const opts of [{ index }, {}]) {
-      const r = await retrieve(em(), boundary(M), 'What did Caroline do on 8 May 2023?', 'efficient', opts);
+      const r = await retrieve(em(), boundary(M), { query: 'What did Caroline do on 8 May 2023?', strategy: 'efficient' }, opts);
       const support = r.ranked.find((c) => c.ref.id === ids[4]);
       expect(support).toBeDefined();
       expect(support!.text).toBe('I went to a support group yesterday, it was powerful.');
     }
-    const rows = await bound<{ tsv: string }>(em(), 'select tsv::text as tsv from memory_message where id = ?', [ids[4]]);
+    const rows = await bound<{ tsv: string }>(em(), sql`select tsv::text as tsv from memory_message where id = ${ids[4]}`);
     expect(rows[0]!.tsv).toMatch(/'carolin'/);
     expect(rows[0]!.tsv).toMatch(/'2023'/);
     expect(rows[0]!.tsv).toMatch(/'may'/);
@@ -250,15 +249,15 @@ describe('conversations', () => {
     const msg = await mem.message(M, { peerId: talk.a, sessionId: talk.s2, content: 'By the way, I moved to Porto in March.', createdAt: at(40) });
     const claim = await mem.claim(M, { peerId: talk.a, sessionId: talk.s2, content: 'Caroline lives in Porto.', messageId: msg.id, span: [12, 38] });
     for (const opts of [{ index }, {}]) {
-      const r = await retrieve(em(), boundary(M), 'Where does Caroline live, Porto?', 'accuracy', opts);
+      const r = await retrieve(em(), boundary(M), { query: 'Where does Caroline live, Porto?', strategy: 'accuracy' }, opts);
       const both = r.ranked.filter((c) => c.ref.id === msg.id || c.ref.id === claim);
       expect(both).toHaveLength(1);
       expect(both[0]!.ref.id).toBe(claim);
       expect(both[0]!.supports?.map((m) => m.ref.id)).toEqual([msg.id]);
     }
     // A claim the user corrected cites the correction, not the message: it stands on its own.
-    await bound(em(), "update memory_claim set content = 'Caroline lives in Braga.', authority = 'correction_memory' where id = ?", [claim]);
-    const r = await retrieve(em(), boundary(M), 'Porto Braga Caroline', 'accuracy', { index });
+    await bound(em(), sql`update memory_claim set content = 'Caroline lives in Braga.', authority = 'correction_memory' where id = ${claim}`);
+    const r = await retrieve(em(), boundary(M), { query: 'Porto Braga Caroline', strategy: 'accuracy' }, { index });
     expect(r.ranked.find((c) => c.ref.id === claim)?.supports).toBeUndefined();
     expect(r.ranked.some((c) => c.ref.id === msg.id)).toBe(true);
   });
@@ -270,15 +269,15 @@ describe('freshness', () => {
     const before = await versions(A);
     const source = await ingest(A, '# Zanzibar log\n\nThe quixotic zanzibari ferryman logged every crossing.\n');
     expect((await versions(A)).records).toBeGreaterThan(before.records);
-    const first = await retrieve(em(), boundary(A), 'quixotic zanzibari ferryman', 'efficient', { index });
+    const first = await retrieve(em(), boundary(A), { query: 'quixotic zanzibari ferryman', strategy: 'efficient' }, { index });
     expect(first.ranked[0]!.origin).toMatchObject({ sourceId: source });
     expect((await copyOf(A)).recordVersion).toBeGreaterThan(before.records);
 
     const deletion = randomUUID();
-    await bound(em(), `insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, source_id)
-      values (?, ?, 'source_deletion', 'queued', ?, ?, ?)`, [deletion, A, deletion, deletion, source]);
+    await bound(em(), sql`insert into ingest_job (id, account_id, kind, status, idempotency_key, request_hash, source_id)
+      values (${deletion}, ${A}, 'source_deletion', 'queued', ${deletion}, ${deletion}, ${source})`);
     await deleteSourceRecords(em(), deletion);
-    const gone = await retrieve(em(), boundary(A), 'quixotic zanzibari ferryman', 'efficient', { index });
+    const gone = await retrieve(em(), boundary(A), { query: 'quixotic zanzibari ferryman', strategy: 'efficient' }, { index });
     expect(gone.ranked.filter((c) => c.origin.type === 'source' && c.origin.sourceId === source)).toEqual([]);
     expect((await copyOf(A)).search(EVERYTHING, await wordsOf('quixotic zanzibari'), { limit: 10, adjacency: false }).hits).toEqual([]);
   });
@@ -289,14 +288,14 @@ describe('freshness', () => {
     const session = await mem.session(C, 'talk');
     await mem.message(C, { peerId: peer, sessionId: session, content: 'I keep bees on the roof.' });
     const own = createSearchIndex({ orm: db.orm, maxBytes: 64 * 1024 * 1024 });
-    const found = async (q: string) => (await retrieve(em(), boundary(C), q, 'efficient', { index: own })).ranked.map((c) => c.text);
+    const found = async (q: string) => (await retrieve(em(), boundary(C), { query: q, strategy: 'efficient' }, { index: own })).ranked.map((c) => c.text);
     expect(await found('bees roof')).toEqual(['I keep bees on the roof.']);
 
 
     // Inside a transaction the version does not move; at commit it does.
     const v0 = (await versions(C)).memory;
     await db.orm.em.fork().transactional(async (tx) => {
-      await bound(tx, `insert into memory_event (id, account_id, kind, status) values (?, ?, 'add_messages', 'succeeded')`, [randomUUID(), C]);
+      await bound(tx, sql`insert into memory_event (id, account_id, kind, status) values (${randomUUID()}, ${C}, 'add_messages', 'succeeded')`);
       expect((await versions(C)).memory).toBe(v0);
     });
     await mem.message(C, { peerId: peer, sessionId: session, content: 'My hives produced forty jars of honey.' });
@@ -306,14 +305,14 @@ describe('freshness', () => {
 
     const claim = await mem.claim(C, { peerId: peer, sessionId: session, content: 'odette keeps bees.' });
     expect(await found('odette keeps')).toContain('odette keeps bees.');
-    await bound(em(), "update memory_claim set content = 'odette keeps wasps.', authority = 'correction_memory' where id = ?", [claim]);
+    await bound(em(), sql`update memory_claim set content = 'odette keeps wasps.', authority = 'correction_memory' where id = ${claim}`);
     expect(await found('odette wasps')).toContain('odette keeps wasps.');
     expect(await found('odette keeps')).not.toContain('odette keeps bees.');
-    await bound(em(), "update memory_claim set state = 'withdrawn' where id = ?", [claim]);
+    await bound(em(), sql`update memory_claim set state = 'withdrawn' where id = ${claim}`);
     expect(await found('odette wasps')).not.toContain('odette keeps wasps.');
 
     const copy = await copyOf(C, own);
-    await bound(em(), 'delete from memory_session where id = ?', [session]);
+    await bound(em(), sql`delete from memory_session where id = ${session}`);
     expect(await found('bees honey')).toEqual([]);
     const after = await copyOf(C, own);
     expect(after).not.toBe(copy); // a deletion starts the copy over
@@ -328,28 +327,28 @@ describe('boundary', () => {
     const copy = await copyOf(A);
     const selected = copy.search({ ...EVERYTHING, sourceIds: new Set([sources[1]!, sources[2]!]) }, words, { limit: 1000, adjacency: true }).hits;
     const owners = async (ids: string[]) =>
-      new Set((await bound<{ s: string }>(em(), 'select distinct source_id as s from record where id = any(?::uuid[])', [ids])).map((r) => r.s));
+      new Set((await bound<{ s: string }>(em(), sql`select distinct source_id as s from record where id = any(${ids}::uuid[])`)).map((r) => r.s));
     expect(selected.length).toBeGreaterThan(0);
     expect(selected.every((h) => h.kind === 0)).toBe(true);
     for (const s of await owners(selected.map((h) => h.id))) expect([sources[1], sources[2]]).toContain(s);
 
-    await bound(em(), "update source set audience = 'ops' where id = ?", [sources[3]]);
+    await bound(em(), sql`update source set audience = 'ops' where id = ${sources[3]}`);
     const ops = (await copyOf(A)).search({ ...EVERYTHING, memory: false, audiences: new Set(['ops']) }, words, { limit: 1000, adjacency: true }).hits;
     expect(ops.length).toBeGreaterThan(0);
     expect(await owners(ops.map((h) => h.id))).toEqual(new Set([sources[3]]));
-    await bound(em(), 'update source set audience = null where id = ?', [sources[3]]);
+    await bound(em(), sql`update source set audience = null where id = ${sources[3]}`);
 
     const c0 = set.conversations[0]!;
-    const [p] = await bound<{ id: string }>(em(), 'select id from memory_peer where account_id = ? and label = ?', [A, c0.peer]);
+    const [p] = await bound<{ id: string }>(em(), sql`select id from memory_peer where account_id = ${A} and label = ${c0.peer}`);
     const people = await wordsOf(set.conversations.slice(0, 10).map((c) => c.messages.join(' ')).join(' '));
     const onePeer = copy.search({ ...EVERYTHING, records: false, peerIds: new Set([p!.id]) }, people, { limit: 1000, adjacency: true }).hits;
     expect(onePeer.length).toBeGreaterThan(0);
-    const peersOf = new Set((await bound<{ p: string }>(em(), `select peer_id as p from memory_message where id = any(?::uuid[])
-      union select peer_id from memory_claim where id = any(?::uuid[])`, [onePeer.map((h) => h.id), onePeer.map((h) => h.id)])).map((r) => r.p));
+    const peersOf = new Set((await bound<{ p: string }>(em(), sql`select peer_id as p from memory_message where id = any(${onePeer.map((h) => h.id)}::uuid[])
+      union select peer_id from memory_claim where id = any(${onePeer.map((h) => h.id)}::uuid[])`)).map((r) => r.p));
     expect(peersOf).toEqual(new Set([p!.id]));
     expect(copy.search({ ...EVERYTHING, agentId: 'nobody' }, people, { limit: 10, adjacency: true }).hits.every((h) => h.kind === 0)).toBe(true);
 
-    const own = new Set((await bound<{ id: string }>(em(), 'select id from record where account_id = ?', [B2])).map((r) => r.id));
+    const own = new Set((await bound<{ id: string }>(em(), sql`select id from record where account_id = ${B2}`)).map((r) => r.id));
     const b = (await copyOf(B2)).search(EVERYTHING, words, { limit: 1000, adjacency: true }).hits;
     expect(b.length).toBeGreaterThan(0);
     for (const h of b) expect(own.has(h.id)).toBe(true);
@@ -368,14 +367,14 @@ describe('queries while the copy is being refreshed', () => {
       // Change the account (one source in, one out), then query while the refresh runs.
       added.push(await ingest(C, set.documents[10 + round]!.text, set.documents[10 + round]!.filename));
       const gone = added.shift()!;
-      await bound(em(), "update source set status = 'quarantined' where id = ?", [gone]);
+      await bound(em(), sql`update source set status = 'quarantined' where id = ${gone}`);
       const refresh = own.warm(C);
-      const during = await Promise.all(questions.map((q) => retrieve(em(), boundary(C), q, 'accuracy', { index: own })));
+      const during = await Promise.all(questions.map((q) => retrieve(em(), boundary(C), { query: q, strategy: 'accuracy' }, { index: own })));
       await refresh;
       const fresh = createSearchIndex({ orm: db.orm, maxBytes: 64 * 1024 * 1024 });
       for (const [i, q] of questions.entries()) {
-        const want = (await retrieve(em(), boundary(C), q, 'accuracy', { index: fresh })).ranked.slice(0, 10).map((c) => c.ref.id);
-        const after = await retrieve(em(), boundary(C), q, 'accuracy', { index: own });
+        const want = (await retrieve(em(), boundary(C), { query: q, strategy: 'accuracy' }, { index: fresh })).ranked.slice(0, 10).map((c) => c.ref.id);
+        const after = await retrieve(em(), boundary(C), { query: q, strategy: 'accuracy' }, { index: own });
         expect(during[i]!.ranked.slice(0, 10).map((c) => c.ref.id)).toEqual(want);
         expect(after.ranked.slice(0, 10).map((c) => c.ref.id)).toEqual(want);
         for (const c of after.ranked) expect(c.origin).not.toMatchObject({ sourceId: gone });
@@ -392,17 +391,17 @@ describe('fetching the ranked records', () => {
     const question = set.questions[0]!.question;
     const top = (await copyOf(D, own)).search(EVERYTHING, await wordsOf(question), { limit: 120, adjacency: false }).hits;
     expect(top.length).toBeGreaterThan(20);
-    const where = new Map((await bound<{ id: string; t: string }>(em(), 'select id, ctid::text as t from record where id = any(?::uuid[])', [top.map((h) => h.id)]))
+    const where = new Map((await bound<{ id: string; t: string }>(em(), sql`select id, ctid::text as t from record where id = any(${top.map((h) => h.id)}::uuid[])`))
       .map((r) => [r.id, `"${r.t}"`]));
     expect(top.map((h) => h.tid)).toEqual(top.map((h) => where.get(h.id)));
 
-    const ids = async () => (await retrieve(em(), boundary(D), question, 'efficient', { index: own })).ranked.map((c) => c.ref.id);
+    const ids = async () => (await retrieve(em(), boundary(D), { query: question, strategy: 'efficient' }, { index: own })).ranked.map((c) => c.ref.id);
     const before = await ids();
     // New row versions elsewhere (as VACUUM FULL or CLUSTER would move them); the copy still holds the
     // old places at the same version, so every third record is not where it is looked for.
     const moved = top.filter((_, i) => i % 3 === 0).map((h) => h.id);
-    await bound(em(), 'update record set text = text where id = any(?::uuid[])', [moved]);
-    const after = new Map((await bound<{ id: string; t: string }>(em(), 'select id, ctid::text as t from record where id = any(?::uuid[])', [moved]))
+    await bound(em(), sql`update record set text = text where id = any(${moved}::uuid[])`);
+    const after = new Map((await bound<{ id: string; t: string }>(em(), sql`select id, ctid::text as t from record where id = any(${moved}::uuid[])`))
       .map((r) => [r.id, `"${r.t}"`]));
     for (const id of moved) expect(after.get(id)).not.toBe(where.get(id));
     expect(await ids()).toEqual(before);
@@ -415,8 +414,8 @@ describe('memory budget', () => {
     expect(await small.warm(A)).toBe(false);
     expect(await small.current(A, await versions(A), 1000)).toBeNull();
     expect(small.usage().bytes).toBe(0);
-    const viaSmall = await retrieve(em(), boundary(A), 'harbour survey budget', 'accuracy', { index: small });
-    const plain = await retrieve(em(), boundary(A), 'harbour survey budget', 'accuracy');
+    const viaSmall = await retrieve(em(), boundary(A), { query: 'harbour survey budget', strategy: 'accuracy' }, { index: small });
+    const plain = await retrieve(em(), boundary(A), { query: 'harbour survey budget', strategy: 'accuracy' });
     expect(viaSmall.ranked.length).toBeGreaterThan(0);
     expect(viaSmall.ranked.map((c) => c.ref.id)).toEqual(plain.ranked.map((c) => c.ref.id));
   });
@@ -440,15 +439,15 @@ describe('migration 0022', () => {
       const m = new Migration0022SearchStatistics(null as never, null as never);
       m[step]();
       await db.orm.em.fork().transactional(async (tx) => {
-        for (const q of m.getQueries()) await bound(tx, String(q).replace(/;\s*$/, ''), []);
+        for (const q of m.getQueries()) await bound(tx, sql.raw(String(q).replace(/;\s*$/, '')));
       });
     };
     const lexemes = ['harbour', 'survey', 'live', 'bee'];
     const before = await fallbackStatistics(em(), A, lexemes);
-    const vectors = () => bound<{ id: string; tsv: string }>(em(), 'select id, tsv::text as tsv from memory_message where account_id = ? order by id', [A]);
+    const vectors = () => bound<{ id: string; tsv: string }>(em(), sql`select id, tsv::text as tsv from memory_message where account_id = ${A} order by id`);
     const stored = await vectors();
     await run('down');
-    expect((await bound<{ n: string }>(em(), "select count(*) as n from pg_proc where proname = 'cairn_tsv_length'", []))[0]!.n).toBe('0');
+    expect((await bound<{ n: string }>(em(), sql`select count(*) as n from pg_proc where proname = 'cairn_tsv_length'`))[0]!.n).toBe('0');
     await run('up');
     const after = await fallbackStatistics(em(), A, lexemes);
     expect([after.docs, after.length, lexemes.map(after.df)]).toEqual([before.docs, before.length, lexemes.map(before.df)]);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bound } from '../../platform/db/sql.ts';
+import { bound, sql } from '../../platform/db/sql.ts';
 import { migrationsList } from '../../platform/db/migrations/index.ts';
 import { createOrm, migrate } from '../../platform/db/orm.ts';
 import { runSelfCheck } from '../../temporal/starts.ts';
@@ -30,7 +30,7 @@ describe('a workflow end to end: client -> Temporal server -> worker -> activity
     const result = await runSelfCheck(temporal.client, taskQueue, { checkId, requestedBy: 'test' });
     expect(result).toMatchObject({ checkId: `selfcheck-${checkId}`, workerIdentity: worker.identity });
 
-    const rows = await bound<{ requested_by: string; checked_at: Date }>(db.orm.em.fork(), 'select requested_by, checked_at from self_check where id = ?', [result.checkId]);
+    const rows = await bound<{ requested_by: string; checked_at: Date }>(db.orm.em.fork(), sql`select requested_by, checked_at from self_check where id = ${result.checkId}`);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.requested_by).toBe('test');
     expect(new Date(rows[0]!.checked_at).toISOString()).toBe(result.checkedAt);
@@ -48,7 +48,7 @@ describe('a workflow end to end: client -> Temporal server -> worker -> activity
       runSelfCheck(temporal.client, taskQueue, { checkId, requestedBy: 'test' }),
     ]);
     expect(a).toEqual(b);
-    expect(await bound(db.orm.em.fork(), 'select id from self_check where id = ?', [a.checkId])).toHaveLength(1);
+    expect(await bound(db.orm.em.fork(), sql`select id from self_check where id = ${a.checkId}`)).toHaveLength(1);
   });
 
   it('fails (rather than hangs) when no worker polls the task queue', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   ExtractionError,
-  PREVIEW_TEXT_LIMIT_CHARS,
+  PREVIEW_TEXT_LIMIT,
   SUPPORTED_CONTENT_TYPES,
   assertContentMatches,
   extract,
@@ -242,14 +242,14 @@ describe('structure-only previews', () => {
 
   it('previews at 384,000 characters; an undefined option means live, full extraction', async () => {
     const { source } = bigMarkdown(450_000);
-    const preview = await extract(utf8(source), 'text/markdown', { structureOnlyAboveChars: PREVIEW_TEXT_LIMIT_CHARS });
-    expect(PREVIEW_TEXT_LIMIT_CHARS).toBe(384_000);
+    const preview = await extract(utf8(source), 'text/markdown', { structureOnlyAboveChars: PREVIEW_TEXT_LIMIT });
+    expect(PREVIEW_TEXT_LIMIT).toBe(384_000);
     expect(preview.structureOnly).toBe(true);
     expect(preview.warnings).toContain(STRUCTURE_WARNING);
     expect(structureOnlyWarning()).toBe(STRUCTURE_WARNING);
     const live = await extract(utf8(source), 'text/markdown', { structureOnlyAboveChars: undefined });
     expect(live.structureOnly).toBe(false);
-    const small = await extract(utf8('# Small\n\nA harbour of 12 berths.\n'), 'text/markdown', { structureOnlyAboveChars: PREVIEW_TEXT_LIMIT_CHARS });
+    const small = await extract(utf8('# Small\n\nA harbour of 12 berths.\n'), 'text/markdown', { structureOnlyAboveChars: PREVIEW_TEXT_LIMIT });
     expect(small.structureOnly).toBe(false);
     expect(small.warnings).toEqual([]);
   });

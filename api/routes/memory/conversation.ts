@@ -39,7 +39,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       tags, summary: 'Session context for a peer: recent conversation and the peer\'s current claims', params: SessionParams,
       querystring: SessionContextQuery, response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => free(principalOf(request).accountId, () => sessionContext(request.em, searchIndex, principalOf(request), request.params.s, request.query)));
+  }, async (request) => free(principalOf(request).accountId, () => sessionContext(request.em, { index: searchIndex, reach: principalOf(request) }, request.params.s, request.query)));
 
   app.post(`${base}/:ws/peers/:peer/ask`, {
     config: { auth: auth.read },
@@ -47,7 +47,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       tags, summary: 'Ask about a peer: span-cited evidence, or status insufficient_evidence', params: PeerParams, body: AskRequest,
       response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => free(principalOf(request).accountId, () => askPeer(request.em, searchIndex, principalOf(request), request.params.peer, request.body)));
+  }, async (request) => free(principalOf(request).accountId, () => askPeer(request.em, { index: searchIndex, reach: principalOf(request) }, request.params.peer, request.body)));
 
   app.get(`${base}/:ws/peers/:peer/context`, {
     config: { auth: auth.read },
@@ -55,7 +55,7 @@ export const memoryConversationRoutes: FastifyPluginAsyncZod<MemoryRouteOptions>
       tags, summary: 'Assembled context about a peer (fail-closed)', params: PeerParams, querystring: ContextQuery,
       response: { 200: MemoryContext, ...errors },
     },
-  }, async (request) => free(principalOf(request).accountId, () => peerContext(request.em, searchIndex, principalOf(request), request.params.peer, request.query)));
+  }, async (request) => free(principalOf(request).accountId, () => peerContext(request.em, { index: searchIndex, reach: principalOf(request) }, request.params.peer, request.query)));
 
   app.post(`${base}/:ws/peers/:peer/representation`, {
     config: { auth: auth.read },

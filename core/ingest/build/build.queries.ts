@@ -15,9 +15,9 @@ export type JobRow = {
   blob_content_type: string | null; blob_final_url: string | null; blob_size: number | null;
 };
 
-const JOB_COLUMNS = `j.id, j.account_id, j.kind, j.status, j.source_url, j.filename, j.content_type,
+const JOB_COLUMNS = sql.raw(`j.id, j.account_id, j.kind, j.status, j.source_url, j.filename, j.content_type,
   to_char(j.dated_at, 'YYYY-MM-DD') as dated_at, j.audience, b.content_type as blob_content_type, b.final_url as blob_final_url,
-  octet_length(b.bytes) as blob_size`;
+  octet_length(b.bytes) as blob_size`);
 
 /**
  * The job and what is stored for it, in one round trip. With `attempt` (the activity's attempt number)
@@ -25,19 +25,16 @@ const JOB_COLUMNS = `j.id, j.account_id, j.kind, j.status, j.source_url, j.filen
  */
 export async function loadJob(em: EntityManager, jobId: string, attempt?: number): Promise<JobRow> {
   const [job] = attempt === undefined
-    ? await bound<JobRow>(em, `select ${JOB_COLUMNS} from ingest_job j left join ingest_blob b on b.job_id = j.id where j.id = ?`, [jobId])
-    : await bound<JobRow>(
-      em,
-      `with touched as (update ingest_job set attempts = greatest(attempts, ?), updated_at = now() where id = ? returning *)
-       select ${JOB_COLUMNS} from touched j left join ingest_blob b on b.job_id = j.id`,
-      [attempt, jobId],
-    );
+    ? await bound<JobRow>(em, sql`select ${JOB_COLUMNS} from ingest_job j left join ingest_blob b on b.job_id = j.id where j.id = ${jobId}`)
+    : await bound<JobRow>(em, sql`with touched as (update ingest_job set attempts = greatest(attempts, ${attempt}), updated_at = now()
+                                                 where id = ${jobId} returning *)
+       select ${JOB_COLUMNS} from touched j left join ingest_blob b on b.job_id = j.id`);
   if (!job) throw new Error(`ingest job ${jobId} does not exist`);
   return job;
 }
 
 export async function recordAttempt(em: EntityManager, jobId: string, attempt: number): Promise<void> {
-  await bound(em, 'update ingest_job set attempts = greatest(attempts, ?), updated_at = now() where id = ?', [attempt, jobId]);
+  await bound(em, sql`update ingest_job set attempts = greatest(attempts, ${attempt}), updated_at = now() where id = ${jobId}`);
 }
 
 /** The stored fetch of a URL job: its final URL and whether it redirected to another site; none yet = undefined. */
@@ -87,9 +84,10 @@ export async function upsertSource(tx: EntityManager, s: {
  * of the retrieval impact index (record_term, core/retrieval/terms.queries.ts) from the stored tsvectors, and
  * the batch's count and length to its source's totals (retrieval's statistics; docs/schema.sql).
  */
-export async function insertRecords(
-  tx: EntityManager, accountId: string, sourceId: string, rows: RecordRow[], vectors: { model: string; byRecord: Map<string, string | null> } | null,
-): Promise<void> {
+export async function insertRecords(tx: EntityManager, batch: {
+  accountId: string; sourceId: string; rows: RecordRow[]; vectors: { model: string; byRecord: Map<string, string | null> } | null;
+}): Promise<void> {
+  const { accountId, sourceId, rows, vectors } = batch;
   const paths: string[][] = [];
   const pathIndex = new Map<string, number>();
   const col = <K extends keyof RecordRow>(k: K) => rows.map((r) => r[k]);
@@ -102,34 +100,30 @@ export async function insertRecords(
     }
     return n;
   });
-  await bound(
-    tx,
-    `with path as (
+  await bound(tx, sql`with path as (
        select (p.n - 1)::int as n, array(select jsonb_array_elements_text(p.path)) as path
-         from jsonb_array_elements(?::jsonb) with ordinality as p(path, n))
+         from jsonb_array_elements(${JSON.stringify(paths)}::jsonb) with ordinality as p(path, n))
      , added as (
        insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, section_path, page, subject,
          link_type, link_from, link_to, content_hash, embedding, embedding_model)
-       select r.id, ?, ?, r.kind, r.text, r.start_offset, r.end_offset, path.path, r.page, r.subject, r.link_type, r.link_from,
-              r.link_to, r.content_hash, decode(r.vector, 'hex'), case when r.vector is null then null else ? end
-         from unnest(?::uuid[], ?::text[], ?::text[], ?::int[], ?::int[], ?::int[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+       select r.id, ${accountId}, ${sourceId}, r.kind, r.text, r.start_offset, r.end_offset, path.path, r.page, r.subject, r.link_type, r.link_from,
+              r.link_to, r.content_hash, decode(r.vector, 'hex'), case when r.vector is null then null else ${vectors?.model ?? null} end
+         from unnest(${col('id')}::uuid[], ${col('kind')}::text[], ${col('text')}::text[], ${col('start_offset')}::int[], ${col('end_offset')}::int[],
+                     ${pathRefs}::int[], ${col('page')}::int[], ${col('subject')}::text[], ${col('link_type')}::text[], ${col('link_from')}::text[],
+                     ${col('link_to')}::text[], ${col('content_hash')}::text[], ${rows.map((r) => vectors?.byRecord.get(r.id) ?? null)}::text[])
                 as r(id, kind, text, start_offset, end_offset, path_n, page, subject, link_type, link_from, link_to, content_hash, vector)
          join path on path.n = r.path_n
        returning id, account_id, source_id, tsv, 0 as batch)
      , counted as (
        update source set record_count = record_count + (select count(*) from added),
               record_length = record_length + (select coalesce(sum(cairn_tsv_length(tsv)), 0) from added)
-        where id = ?)
-     insert into record_term (account_id, source_id, lexeme, record_ids, impacts) ${recordTermRows('added')}`,
-    [JSON.stringify(paths), accountId, sourceId, vectors?.model ?? null, col('id'), col('kind'), col('text'), col('start_offset'), col('end_offset'), pathRefs,
-      col('page'), col('subject'), col('link_type'), col('link_from'), col('link_to'), col('content_hash'),
-      rows.map((r) => vectors?.byRecord.get(r.id) ?? null), sourceId],
-  );
+        where id = ${sourceId})
+     insert into record_term (account_id, source_id, lexeme, record_ids, impacts) ${recordTermRows(sql.raw('added'))}`);
 }
 
 /** A source's records and their rows of the impact index. */
 export async function deleteRecords(tx: EntityManager, sourceId: string): Promise<void> {
-  await bound(tx, 'with terms as (delete from record_term where source_id = ?) delete from record where source_id = ?', [sourceId, sourceId]);
+  await bound(tx, sql`with terms as (delete from record_term where source_id = ${sourceId}) delete from record where source_id = ${sourceId}`);
 }
 
 /** Ends a queued job built: its title, counts and final status. */

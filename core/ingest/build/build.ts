@@ -9,7 +9,7 @@ import {
   deleteOcrPages, releaseQuarantinedJob, sourceOfDeletion, storedFetch, storeFetched, tombstoneSource, upsertSource,
 } from './build.queries.ts';
 import { storedBytes } from '../jobs.queries.ts';
-import { embedForStorage, toHex, type Embedder } from '../../retrieval/embeddings.ts';
+import { embedForStorage, NO_EMBEDDING, toHex, type StoredEmbedding } from '../../retrieval/embeddings.ts';
 import { fetchSource } from '../fetch-source.ts';
 import { storedPages } from '../ocr/pages.queries.ts';
 import { parseSourceUrl, type UrlPolicy } from '../../../platform/net/url-safety.ts';
@@ -60,16 +60,15 @@ export type ProcessResult = {
  * Extracts the stored bytes (in an extraction process of `pool`), then replaces the source and its
  * records and ends the job, in one transaction.
  */
-export async function buildSourceRecords(
-  em: EntityManager,
-  pool: ExtractionPool,
-  jobId: string,
-  fetch: { crossSiteRedirect: boolean } | null,
+export async function buildSourceRecords(em: EntityManager, pool: ExtractionPool, build: {
+  jobId: string;
+  fetch: { crossSiteRedirect: boolean } | null;
   /** The activity attempt, recorded on the job by the first query. */
-  attempt?: number,
-  /** Makes the excerpts' vectors (EMBEDDINGS_*): best effort, stored with the records. */
-  embedding: { embedder: Embedder | null; log: { warn(o: object, m: string): void } } = { embedder: null, log: { warn: () => {} } },
-): Promise<ProcessResult | NeedsOcrResult> {
+  attempt?: number;
+  /** Makes the excerpts' vectors: best effort, stored with the records. */
+  embedding?: StoredEmbedding;
+}): Promise<ProcessResult | NeedsOcrResult> {
+  const { jobId, fetch, attempt, embedding = NO_EMBEDDING } = build;
   const job = await loadJob(em, jobId, attempt);
   // A retry after the transaction below committed (the worker died before reporting): report what was stored.
   if (job.status === 'succeeded' || job.status === 'quarantined') return storedResult(em, jobId, job.status);
@@ -96,10 +95,10 @@ export async function buildSourceRecords(
       title: source.title, datedAt: job.dated_at, status: decision.quarantine ? 'quarantined' : 'active',
       quarantineReason: decision.quarantine ? decision.reason : null, contentHash: source.textHash, sections: source.sections, audience: job.audience,
     });
-    await writeLongText(tx, 'source', 'text', jobId, source.text);
+    await writeLongText(tx, { table: 'source', column: 'text', key: 'id', id: jobId }, source.text);
     await deleteRecords(tx, jobId);
     for (let i = 0; i < source.rows.length; i += RECORD_BATCH) {
-      await insertRecords(tx, job.account_id, jobId, source.rows.slice(i, i + RECORD_BATCH), vectors);
+      await insertRecords(tx, { accountId: job.account_id, sourceId: jobId, rows: source.rows.slice(i, i + RECORD_BATCH), vectors });
     }
     // The job ends in the same transaction as its records: no window where records exist for a queued job.
     await endBuiltJob(tx, jobId, {

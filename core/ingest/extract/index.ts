@@ -3,7 +3,7 @@
  * plain text with exact section and hyperlink offsets out. Records are built from the result by
  * ../records.ts.
  *
- * Previews (dry runs) pass `structureOnlyAboveChars` (PREVIEW_TEXT_LIMIT_CHARS = 384,000): a document
+ * Previews (dry runs) pass `structureOnlyAboveChars` (PREVIEW_TEXT_LIMIT = 384,000): a document
  * whose text is larger than that is returned as its structure only (title, heading outline, page
  * count) with a warning; live processing omits the option and always extracts in full.
  */
@@ -18,6 +18,7 @@ import {
   type PageText,
   type RawExtraction,
   type Section,
+  PREVIEW_TEXT_LIMIT,
   type SupportedContentType,
 } from './types.ts';
 
@@ -33,16 +34,13 @@ export type {
 } from './types.ts';
 export { assertContentMatches, normalizeContentType } from './decode.ts';
 
-/** The dry-run text limit of the spec (section 8): about 384 KB. */
-export const PREVIEW_TEXT_LIMIT_CHARS = 384_000;
-
-export const structureOnlyWarning = (limit = PREVIEW_TEXT_LIMIT_CHARS) =>
+export const structureOnlyWarning = (limit = PREVIEW_TEXT_LIMIT) =>
   `Only document structure was previewed: the text is larger than about ${Math.round(limit / 1000)} KB; live processing extracts it in full.`;
 
 export type ExtractOptions = {
   /**
    * Preview mode: above this many characters of text only the structure is returned. Dry runs pass
-   * PREVIEW_TEXT_LIMIT_CHARS (384,000, the spec's "about 384 KB"); without a number (live processing)
+   * PREVIEW_TEXT_LIMIT (384,000, the spec's "about 384 KB"); without a number (live processing)
    * the text is always extracted in full.
    */
   structureOnlyAboveChars?: number;

@@ -19,7 +19,7 @@ import { assertContentMatches } from '../extract/decode.ts';
 import { ExtractionError, type PageText, type SupportedContentType } from '../extract/types.ts';
 import { partsReceiver, valueOf, type ByteSource, type BytesMessage, type StartedMessage, type TaskResult, type WantBytesMessage } from './parts.ts';
 import type { WireTask } from './task.ts';
-import type { NeedsOcr, Plan, PreparedSource } from '../prepare/prepare.ts';
+import type { NeedsOcr, Plan, PreparedSource, Previewable } from '../prepare/prepare.ts';
 
 export type ExtractionPoolOptions = {
   /** Processes at most (EXTRACTION_PROCESSES). */
@@ -39,7 +39,7 @@ export type ExtractionPool = {
   /** Throws ExtractionError('type_mismatch') when the bytes are not what `contentType` says. */
   check(accountId: string, bytes: Uint8Array, contentType: SupportedContentType): Promise<void>;
   /** The plan, or the scanned pages to OCR first (then preview again with their text as `ocr`). */
-  preview(accountId: string, bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null, ocr?: PageText[]): Promise<Plan | NeedsOcr>;
+  preview(accountId: string, doc: Previewable): Promise<Plan | NeedsOcr>;
   build(
     accountId: string,
     input: { jobId: string; source: ByteSource; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean; ocr?: PageText[] },
@@ -284,7 +284,7 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
 
   return {
     check: checkWith(run),
-    preview: (accountId, bytes, contentType, finalUrl, ocr) => run(accountId, { kind: 'preview', bytes, contentType, finalUrl, limits: opts.limits, ocr }),
+    preview: (accountId, doc) => run(accountId, { kind: 'preview', ...doc, limits: opts.limits }),
     build: (accountId, { source, ...input }) => run(accountId, { kind: 'build', ...input, size: source.size, limits: opts.limits }, source),
     ocr: (accountId, bytes, pages) => run(accountId, { kind: 'ocr', bytes, pages }),
     close: () => pool.destroy(),

@@ -5,13 +5,13 @@
 import type { TaskResult } from './parts.ts';
 import { ExtractionError, assertContentMatches, type PageText, type SupportedContentType } from '../extract/index.ts';
 import type { IngestLimits } from '../../../platform/config.ts';
-import { planOf, prepareSource, type NeedsOcr, type Plan, type PreparedSource } from '../prepare/prepare.ts';
+import { planOf, prepareSource, type NeedsOcr, type Plan, type PreparedSource, type Previewable } from '../prepare/prepare.ts';
 
 type BuildInput = { jobId: string; contentType: SupportedContentType; sourceUrl?: string; crossSiteRedirect: boolean; limits: IngestLimits; ocr?: PageText[] };
 
 export type ExtractionTask =
   | { kind: 'check'; bytes: Uint8Array; contentType: SupportedContentType }
-  | { kind: 'preview'; bytes: Uint8Array; contentType: SupportedContentType; finalUrl: string | null; limits: IngestLimits; ocr?: PageText[] }
+  | ({ kind: 'preview'; limits: IngestLimits } & Previewable)
   | ({ kind: 'build'; bytes: Uint8Array } & BuildInput)
   | { kind: 'ocr'; bytes: Uint8Array; pages: number[] };
 
@@ -24,7 +24,7 @@ async function perform(task: ExtractionTask): Promise<null | Plan | PreparedSour
       assertContentMatches(task.bytes, task.contentType);
       return null;
     case 'preview':
-      return planOf(task.bytes, task.contentType, task.finalUrl, task.limits, task.ocr);
+      return planOf(task, task.limits);
     case 'build':
       return prepareSource(task);
     case 'ocr':

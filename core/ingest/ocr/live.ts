@@ -56,13 +56,13 @@ export async function recogniseJobPages(
       pages = verifiedPages(batch, await provider.recognise(job.account_id, bytes, batch));
     } catch (err) {
       // The document refused OCR (unreadable, over a limit): nothing was recognised, nothing is charged.
-      if (err instanceof ExtractionError) await settle(em, reservationId, 'retrieval_failed');
+      if (err instanceof ExtractionError) await settle(em, reservationId, 'recognition_failed');
       throw err;
     }
     if (!pages) throw new Error(`the ${provider.name} provider answered pages ${batch.join(', ')} incompletely`);
     await em.transactional(async (tx) => {
       await storePages(tx, owner, pages, reservationId);
-      await settle(tx, reservationId, 'completed', batch.length * rate);
+      await settle(tx, reservationId, 'completed', { providerCostUsed: batch.length * rate });
     });
     progress(i + batch.length);
   }

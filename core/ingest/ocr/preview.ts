@@ -47,7 +47,7 @@ const budgetExceeded = (message: string, headers: Record<string, string>) => new
 const pagesOf = (n: number) => `${n} page${n === 1 ? '' : 's'}`;
 
 /** Checks the budgets, spends the allowance unit and reserves the credits, and records the preview: one transaction. */
-async function open(deps: ProviderPreviewDeps, accountId: string, sha256: string, contentType: SupportedContentType, pages: number) {
+async function open(deps: ProviderPreviewDeps, accountId: string, { sha256, contentType, pages }: { sha256: string; contentType: SupportedContentType; pages: number }) {
   const id = randomUUID();
   const cost = pages * deps.provider.creditsPerPage;
   return deps.em.transactional(async (tx) => {
@@ -93,7 +93,7 @@ export async function providerBackedPreview(
   planWith: (ocr: PageText[]) => Promise<Plan | NeedsOcr>,
 ): Promise<{ plan: OcrPlan; headers: Record<string, string> }> {
   const rate = deps.provider.creditsPerPage;
-  const reserved = await open(deps, accountId, input.sha256, input.contentType, input.needsOcr.length);
+  const reserved = await open(deps, accountId, { sha256: input.sha256, contentType: input.contentType, pages: input.needsOcr.length });
   const quota = reserved.quota ? quotaHeaders(reserved.quota) : {};
   const deadline = Date.now() + deps.ocr.previewTimeoutMs;
   const done: PageText[] = [];
@@ -109,13 +109,13 @@ export async function providerBackedPreview(
     if ('needsOcr' in planned) throw new Error(`pages ${planned.needsOcr.join(', ')} still have no text after OCR`);
     plan = withRecognisedText({ ...planned, estimatedCredits: done.length * rate }, done);
   } catch (err) {
-    throw await failed(deps, reserved, quota, done.length, err);
+    throw await failed(deps, reserved, { quota, pagesDone: done.length }, err);
   }
   try {
     const settled = await deps.em.transactional(async (tx) => {
       await storePages(tx, { id: reserved.reservationId, accountId }, done, reserved.reservationId);
       await markPreview(tx, reserved.reservationId, 'ready');
-      return settle(tx, reserved.reservationId, 'completed', done.length * rate);
+      return settle(tx, reserved.reservationId, 'completed', { providerCostUsed: done.length * rate });
     });
     return { plan, headers: { ...creditHeaders(settled.balance, settled.charged), ...quota } };
   } catch (err) {
@@ -129,14 +129,14 @@ export async function providerBackedPreview(
 }
 
 /** Settles a preview that did not finish (the finished pages stay charged) and says why, as the spec names it. */
-async function failed(deps: ProviderPreviewDeps, reserved: Reserved, quota: Record<string, string>, pagesDone: number, err: unknown): Promise<AppError> {
+async function failed(deps: ProviderPreviewDeps, reserved: Reserved, { quota, pagesDone }: { quota: Record<string, string>; pagesDone: number }, err: unknown): Promise<AppError> {
   const interrupted = err instanceof Deadline || (err instanceof ExtractionError && err.reason === 'limit');
   if (!interrupted) deps.logger.warn({ err, reservationId: reserved.reservationId }, 'provider-backed preview outcome could not be verified');
   let headers = { ...creditHeaders(reserved.balance, reserved.held), ...quota };
   try {
     const settled = await deps.em.transactional(async (tx) => {
       await markPreview(tx, reserved.reservationId, 'failed', pagesDone);
-      return settle(tx, reserved.reservationId, 'failed_after_retrieval', pagesDone * deps.provider.creditsPerPage);
+      return settle(tx, reserved.reservationId, 'failed_after_retrieval', { providerCostUsed: pagesDone * deps.provider.creditsPerPage });
     });
     headers = { ...creditHeaders(settled.balance, settled.charged), ...quota };
   } catch (settleErr) {

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertLexiconWords } from './lexicon.queries.ts';
 
-// The account's lexicon (migration 0015): the distinct words of its source excerpts, where retrieval
+// The account's lexicon (record_lexicon): the distinct words of its source excerpts, where retrieval
 // looks up near spellings of a name (core/retrieval/candidates.queries.ts). It only suggests spellings: the
 // evidence itself is then found through the records' full-text index, inside the query's boundary.
 

@@ -157,8 +157,11 @@ function countsOf(records: ReturnType<typeof buildRecords>): RecordCounts {
   return { ...counts, total: counts.sourceExcerpts + counts.facts + counts.links };
 }
 
+/** Bytes to preview: their type, the URL they came from, and the text of pages recognised already. */
+export type Previewable = { bytes: Uint8Array; contentType: SupportedContentType; finalUrl: string | null; ocr?: PageText[] };
+
 /** The plan of a dry run: what live processing would make of these bytes. Persists nothing. */
-export async function planOf(bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null, limits: IngestLimits, ocr?: PageText[]) {
+export async function planOf({ bytes, contentType, finalUrl, ocr }: Previewable, limits: IngestLimits) {
   // As in prepareSource, extract() does assertContentMatches()'s checks.
   const doc = await extract(bytes, contentType, {
     structureOnlyAboveChars: PREVIEW_TEXT_LIMIT,

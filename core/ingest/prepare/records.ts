@@ -116,7 +116,7 @@ function cutWords(text: string, span: Span, max: number, visit: Visit) {
 }
 
 /** Units no longer than max, split at paragraph, then line, then sentence, then word boundaries. */
-function units(text: string, span: Span, max: number, level: number, visit: Visit) {
+function units(text: string, span: Span, { max, level }: { max: number; level: number }, visit: Visit) {
   if (span.end - span.start <= max) {
     visit(span);
     return;
@@ -128,12 +128,12 @@ function units(text: string, span: Span, max: number, level: number, visit: Visi
   let pieces = 0;
   const next = (p: Span) => {
     pieces++;
-    units(text, p, max, level + 1, visit);
+    units(text, p, { max, level: level + 1 }, visit);
   };
   if (level === 0) splitBy(text, span, /\n[ \t]*\n\s*/g, next);
   else if (level === 1) splitBy(text, span, /\n/g, next);
-  else eachSentence(text, span.start, span.end, 'never', next);
-  if (pieces === 0) units(text, span, max, level + 1, visit);
+  else eachSentence(text, span, 'never', next);
+  if (pieces === 0) units(text, span, { max, level: level + 1 }, visit);
 }
 
 /** Appends the excerpts of section `s` to `out`: its units, merged while they fit in `max`. */
@@ -146,7 +146,7 @@ function excerptsOf(text: string, s: Section, max: number, out: Excerpt[]) {
     if (s.page !== undefined) e.page = s.page;
     out.push(e);
   };
-  units(text, span, max, 0, (u) => {
+  units(text, span, { max, level: 0 }, (u) => {
     if (cur && u.end - cur.start <= max) {
       cur.end = u.end;
     } else {
@@ -285,7 +285,7 @@ export function buildRecords(doc: ExtractedDocument, opts?: BuildRecordsOptions)
   };
   const prose = (span: Span, path: string[], fallbackSubject: string | null) => {
     if (full()) return; // nothing more would be kept: skip the sentence work
-    eachSentence(text, span.start, span.end, lineBreaks, (whole) => {
+    eachSentence(text, span, lineBreaks, (whole) => {
       if (full()) return false;
       // A list marker is not part of the statement.
       const marker = LIST_MARKER.exec(text.slice(whole.start, Math.min(whole.end, whole.start + 8)));

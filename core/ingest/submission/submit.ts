@@ -9,6 +9,7 @@ import { lockBalance } from '../../metering/ledger.ts';
 import { consumeQuota, quotaHeaders, readQuota } from '../../metering/quotas.ts';
 import type { FreeWorkLimiter } from '../../../platform/ops/free-work.ts';
 import { ExtractionError, type SupportedContentType } from '../extract/types.ts';
+import type { Previewable } from '../prepare/prepare.ts';
 import type { ExtractionPool } from '../extraction/pool.ts';
 import { fetchSource, invalidIngest } from '../fetch-source.ts';
 import { findJob, insertSubmission, jobOfKey, type Job } from '../jobs.queries.ts';
@@ -61,13 +62,13 @@ export async function previewUrl(deps: IngestDeps, principal: Principal, rawUrl:
     if (!fetched.supportedType) {
       throw invalid(`The URL serves ${fetched.contentType ?? 'an unknown content type'}, which is not supported.`);
     }
-    return planOf(deps, principal.accountId, fetched.bytes, fetched.supportedType, fetched.finalUrl);
+    return planOf(deps, principal.accountId, { bytes: fetched.bytes, contentType: fetched.supportedType, finalUrl: fetched.finalUrl });
   });
 }
 
 /** The plan of a dry-run upload: what live processing would make of these bytes. Persists nothing. */
 export async function previewFile(deps: IngestDeps, principal: Principal, bytes: Buffer, contentType: SupportedContentType) {
-  return deps.freeWork.run(principal.accountId, () => planOf(deps, principal.accountId, bytes, contentType, null));
+  return deps.freeWork.run(principal.accountId, () => planOf(deps, principal.accountId, { bytes, contentType, finalUrl: null }));
 }
 
 export type Previewed = { plan: OcrPlan; headers: Record<string, string> };
@@ -76,18 +77,19 @@ export type Previewed = { plan: OcrPlan; headers: Record<string, string> };
  * A dry run's plan: free when the built-in extractors suffice; provider-backed (paid, budgeted:
  * ./ocr/preview.ts) when a PDF has scanned pages.
  */
-async function planOf(deps: IngestDeps, accountId: string, bytes: Uint8Array, contentType: SupportedContentType, finalUrl: string | null): Promise<Previewed> {
-  const first = await refusedAs400(deps.extraction.preview(accountId, bytes, contentType, finalUrl));
+async function planOf(deps: IngestDeps, accountId: string, doc: Previewable): Promise<Previewed> {
+  const { bytes, contentType } = doc;
+  const first = await refusedAs400(deps.extraction.preview(accountId, doc));
   if (!('needsOcr' in first)) return { plan: first, headers: {} };
   // The same bytes were previewed with OCR lately: that text is used again, without a provider call.
   const preview = exactPreview(deps, accountId, sha256Hex(bytes), contentType);
   const stored = await previewedPages(deps.em, preview);
   if (stored && first.needsOcr.every((n) => stored.some((p) => p.page === n))) {
-    const again = await refusedAs400(deps.extraction.preview(accountId, bytes, contentType, finalUrl, stored));
+    const again = await refusedAs400(deps.extraction.preview(accountId, { ...doc, ocr: stored }));
     if (!('needsOcr' in again)) return { plan: withRecognisedText(again, stored), headers: {} };
   }
   return providerBackedPreview({ ...deps.ocr, em: deps.em }, accountId, { bytes, sha256: preview.sha256, contentType, needsOcr: first.needsOcr }, (ocr) =>
-    deps.extraction.preview(accountId, bytes, contentType, finalUrl, ocr));
+    deps.extraction.preview(accountId, { ...doc, ocr }));
 }
 
 const exactPreview = (deps: IngestDeps, accountId: string, sha256: string, contentType: string): ExactPreview =>

@@ -6,7 +6,7 @@ import { Migration } from '@mikro-orm/migrations';
  * again on every write (planning was about a third of the statement's PostgreSQL time). One call is
  * still one statement, one round trip and one commit; NOTIFY is delivered at that commit.
  */
-/** The function as 0016 creates it (also what 0018 restores on the way down). */
+/** The function as this migration creates it (also what the next version restores on the way down). */
 export const ADD_MESSAGES_0016 = `create or replace function cairn_add_messages(
         p_account uuid, p_workspace text, p_session text, p_peer text, p_sources uuid[], p_event uuid, p_agent text,
         p_infer boolean, p_idem text, p_request_hash text, p_receipt jsonb, p_created_at timestamptz, p_metadata jsonb,

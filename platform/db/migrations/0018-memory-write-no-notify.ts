@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 import { ADD_MESSAGES_0016 } from './0016-memory-write-function.ts';
 
-/** The function as 0018 creates it (also what 0022 restores on the way down). */
+/** The function as this migration creates it (also what the next version restores on the way down). */
 export const ADD_MESSAGES_0018 = `create or replace function cairn_add_messages(
         p_account uuid, p_workspace text, p_session text, p_peer text, p_sources uuid[], p_event uuid, p_agent text,
         p_infer boolean, p_idem text, p_request_hash text, p_receipt jsonb, p_created_at timestamptz, p_metadata jsonb,

@@ -108,8 +108,8 @@ export class Migration0022SearchStatistics extends Migration {
     this.addSql('create index memory_claim_indexed_idx on memory_claim(account_id, indexed_at);');
 
     // Messages become searchable when their add-event succeeds (in the transaction that makes them
-    // available): the event carries the stamp, so the messages' own update stays in place (HOT,
-    // migration 0019: no indexed column of theirs changes).
+    // available): the event carries the stamp, so the messages' own update stays in place (HOT, with
+    // the table's fillfactor: no indexed column of theirs changes).
     this.addSql(`create function cairn_memory_event_indexed() returns trigger language plpgsql as $$
       declare d_n bigint; d_len bigint;
       begin

@@ -1,36 +1,8 @@
 import { Migration } from '@mikro-orm/migrations';
 import { ADD_MESSAGES_0022 } from './0022-search-statistics.ts';
 
-/**
- * Audiences bound every route, not only retrieval (docs/api.md, Audiences). Peers, sessions and memory
- * events get an audience column: a label carries the audience of the key that created it, an event the
- * audience of the peer or session it is about. The memory write takes the caller's audiences, finds the
- * session, peer and sources only inside them, and stamps the event and its messages with the peer's
- * audience. Existing rows: a label takes the one audience all its messages share (none: it stays
- * unlabelled, outside every limited key), an event its messages' or its label's, and a source deletion
- * job its source's.
- */
-export class Migration0023AudienceBoundaries extends Migration {
-  override name = '0023-audience-boundaries';
-
-  override up(): void {
-    for (const t of ['memory_peer', 'memory_session', 'memory_event']) this.addSql(`alter table ${t} add column audience text;`);
-    for (const [table, column] of [['memory_peer', 'peer_id'], ['memory_session', 'session_id']]) {
-      this.addSql(`update ${table} l set audience = m.audience
-        from (select ${column} as id, min(audience) as audience from memory_message group by ${column}
-               having count(audience) = count(*) and count(distinct audience) = 1) m
-        where m.id = l.id;`);
-    }
-    this.addSql(`update memory_event e set audience = m.audience
-      from (select distinct on (event_id) event_id, audience from memory_message order by event_id) m
-      where e.kind = 'add_messages' and m.event_id = e.id;`);
-    this.addSql(`update memory_event e set audience = p.audience from memory_peer p where e.kind = 'delete_peer' and p.id = e.peer_id;`);
-    this.addSql(`update memory_event e set audience = s.audience from memory_session s where e.kind = 'delete_session' and s.id = e.session_id;`);
-    this.addSql(`update ingest_job j set audience = s.audience from source s where j.kind = 'source_deletion' and s.id = j.source_id;`);
-
-    this.addSql(`drop function cairn_add_messages(uuid, text, text, text, uuid[], uuid, text, boolean, text, text, jsonb, timestamptz,
-      jsonb, text, uuid[], integer[], text[], text[], text[]);`);
-    this.addSql(`create function cairn_add_messages(
+/** The message write with its nineteen positional arguments, as this migration leaves it. */
+export const ADD_MESSAGES_POSITIONAL = `create function cairn_add_messages(
         p_account uuid, p_workspace text, p_session text, p_peer text, p_sources uuid[], p_event uuid, p_agent text,
         p_infer boolean, p_idem text, p_request_hash text, p_receipt jsonb, p_created_at timestamptz, p_metadata jsonb,
         p_audiences text[], p_ids uuid[], p_positions integer[], p_roles text[], p_contents text[], p_hashes text[],
@@ -61,7 +33,38 @@ export class Migration0023AudienceBoundaries extends Migration {
         select exists (select 1 from s), exists (select 1 from p), (select ok from src),
                (select count(*) from e)::integer + 0 * (select count(*) from m)
           into r_session, r_peer, r_sources, r_inserted;
-      end $$;`);
+      end $$;`;
+
+/**
+ * Audiences bound every route, not only retrieval (docs/api.md, Audiences). Peers, sessions and memory
+ * events get an audience column: a label carries the audience of the key that created it, an event the
+ * audience of the peer or session it is about. The memory write takes the caller's audiences, finds the
+ * session, peer and sources only inside them, and stamps the event and its messages with the peer's
+ * audience. Existing rows: a label takes the one audience all its messages share (none: it stays
+ * unlabelled, outside every limited key), an event its messages' or its label's, and a source deletion
+ * job its source's.
+ */
+export class Migration0023AudienceBoundaries extends Migration {
+  override name = '0023-audience-boundaries';
+
+  override up(): void {
+    for (const t of ['memory_peer', 'memory_session', 'memory_event']) this.addSql(`alter table ${t} add column audience text;`);
+    for (const [table, column] of [['memory_peer', 'peer_id'], ['memory_session', 'session_id']]) {
+      this.addSql(`update ${table} l set audience = m.audience
+        from (select ${column} as id, min(audience) as audience from memory_message group by ${column}
+               having count(audience) = count(*) and count(distinct audience) = 1) m
+        where m.id = l.id;`);
+    }
+    this.addSql(`update memory_event e set audience = m.audience
+      from (select distinct on (event_id) event_id, audience from memory_message order by event_id) m
+      where e.kind = 'add_messages' and m.event_id = e.id;`);
+    this.addSql(`update memory_event e set audience = p.audience from memory_peer p where e.kind = 'delete_peer' and p.id = e.peer_id;`);
+    this.addSql(`update memory_event e set audience = s.audience from memory_session s where e.kind = 'delete_session' and s.id = e.session_id;`);
+    this.addSql(`update ingest_job j set audience = s.audience from source s where j.kind = 'source_deletion' and s.id = j.source_id;`);
+
+    this.addSql(`drop function cairn_add_messages(uuid, text, text, text, uuid[], uuid, text, boolean, text, text, jsonb, timestamptz,
+      jsonb, text, uuid[], integer[], text[], text[], text[]);`);
+    this.addSql(ADD_MESSAGES_POSITIONAL);
   }
 
   override down(): void {

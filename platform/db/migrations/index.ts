@@ -27,6 +27,7 @@ import { Migration0026OauthClientExpiry } from './0026-oauth-client-expiry.ts';
 import { Migration0027ConnectedAppRedirectUris } from './0027-connected-app-redirect-uris.ts';
 import { Migration0028Embeddings } from './0028-embeddings.ts';
 import { Migration0029Ocr } from './0029-ocr.ts';
+import { Migration0030Routines } from './0030-routines.ts';
 import { Migration0031ClaimsPerEvent } from './0031-claims-per-event.ts';
 
 /**
@@ -65,5 +66,6 @@ export const migrationsList = [
   { name: '0027-connected-app-redirect-uris', class: Migration0027ConnectedAppRedirectUris },
   { name: '0028-embeddings', class: Migration0028Embeddings },
   { name: '0029-ocr', class: Migration0029Ocr },
+  { name: '0030-routines', class: Migration0030Routines },
   { name: '0031-claims-per-event', class: Migration0031ClaimsPerEvent },
 ];

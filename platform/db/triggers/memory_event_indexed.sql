@@ -1,0 +1,1 @@
+CREATE TRIGGER memory_event_indexed BEFORE UPDATE OF status ON memory_event FOR EACH ROW WHEN (new.status = 'succeeded'::text AND old.status <> 'succeeded'::text AND new.kind = 'add_messages'::text) EXECUTE FUNCTION cairn_memory_event_indexed();

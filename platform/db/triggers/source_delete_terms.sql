@@ -1,0 +1,1 @@
+CREATE TRIGGER source_delete_terms AFTER DELETE ON source REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION cairn_delete_source_terms();
