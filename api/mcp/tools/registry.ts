@@ -38,8 +38,16 @@ export type McpTool<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject =
    * like a REST response through its response schema, so what is sent always satisfies the schema.
    */
   output: O;
-  /** Scopes the call needs (spec 4.6); a function when they depend on the input (answer mode). */
-  scopes: readonly Scope[] | ((input: z.infer<I>) => readonly Scope[]);
+  /**
+   * Scopes the call needs (spec 4.6); a function when they depend on the input (answer mode) or on
+   * what the credential holds (query_context searches native memory alone without query).
+   */
+  scopes: readonly Scope[] | ((input: z.infer<I>, granted: readonly Scope[]) => readonly Scope[]);
+  /**
+   * Who tools/list offers the tool to: a credential holding every scope of one of these sets. Omitted,
+   * the static `scopes`; a tool with `scopes` as a function names its sets here.
+   */
+  offeredTo?: readonly (readonly Scope[])[];
   annotations: { readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
   run(ctx: ToolContext, input: z.infer<I>): Promise<ToolOutcome<z.input<O>>>;
 };
@@ -75,7 +83,7 @@ export async function callTool(tool: McpTool, ctx: ToolContext, args: unknown): 
   const input = parsed.data;
   const bad = controlCharacterPath(input);
   if (bad) return toolError('validation_error', `${bad.join('.') || 'input'} ${CONTROL_CHARACTER_MESSAGE}.`);
-  const needed = typeof tool.scopes === 'function' ? tool.scopes(input) : tool.scopes;
+  const needed = typeof tool.scopes === 'function' ? tool.scopes(input, ctx.principal.scopes) : tool.scopes;
   const missing = missingScopes(ctx.principal, needed);
   if (missing.length) {
     const code = missing.includes('query.answer') ? 'query_answer_not_authorized' : 'forbidden';
@@ -104,7 +112,18 @@ export async function callTool(tool: McpTool, ctx: ToolContext, args: unknown): 
 /** A tools/call naming no tool of this server: a tool error too (what MCP clients and the SDK expect). */
 export const unknownTool = (name: string) => toolError('not_found', `There is no tool named ${JSON.stringify(name.slice(0, 100))}.`);
 
-const listings = new WeakMap<readonly McpTool[], Tool[]>();
+/**
+ * The tools a credential can call, which is what tools/list shows it: a read-only token is not
+ * offered write tools it would only be refused.
+ */
+export function callableTools(tools: readonly McpTool[], granted: readonly Scope[]): McpTool[] {
+  return tools.filter((tool) => {
+    const sets = tool.offeredTo ?? (typeof tool.scopes === 'function' ? [] : [tool.scopes]);
+    return sets.some((set) => set.every((s) => granted.includes(s)));
+  });
+}
+
+const listings = new WeakMap<McpTool, Tool>();
 
 /**
  * A tool's outputSchema admits its data and the tool-error envelope: clients validate every
@@ -118,19 +137,21 @@ const outputSchema = (output: z.ZodObject) => ({
   anyOf: [toolJsonSchema(output, 'output'), toolJsonSchema(ToolErrorContent, 'output')],
 });
 
-/** tools/list: the definitions, converted to JSON Schema once per tool set (not on every request). */
+/** tools/list: the definitions, each converted to JSON Schema once (not on every request). */
 export function toolListing(tools: readonly McpTool[]): Tool[] {
-  let listing = listings.get(tools);
-  if (!listing) {
-    listing = tools.map((tool) => ({
-      name: tool.name,
-      title: tool.title,
-      description: tool.description,
-      inputSchema: toolJsonSchema(tool.input, 'input'),
-      outputSchema: outputSchema(tool.output),
-      annotations: { openWorldHint: false, ...tool.annotations },
-    }));
-    listings.set(tools, listing);
-  }
-  return listing;
+  return tools.map((tool) => {
+    let listing = listings.get(tool);
+    if (!listing) {
+      listing = {
+        name: tool.name,
+        title: tool.title,
+        description: tool.description,
+        inputSchema: toolJsonSchema(tool.input, 'input'),
+        outputSchema: outputSchema(tool.output),
+        annotations: { openWorldHint: false, ...tool.annotations },
+      };
+      listings.set(tool, listing);
+    }
+    return listing;
+  });
 }
