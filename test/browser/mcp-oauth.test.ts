@@ -4,28 +4,33 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestAccount, type TestAccount } from '../helpers/accounts.ts';
+import { createTestAccount, type Json, type TestAccount } from '../helpers/accounts.ts';
 import { launchChromium, openConsole, type ConsolePage } from '../helpers/browser.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../helpers/mcp.ts';
 import { MemoryOAuthClient } from '../helpers/oauth-client.ts';
-import { testTemporalClient } from '../helpers/services.ts';
+import { startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
 // The MCP TypeScript SDK's own OAuth client, unmodified, against the built-in authorization server and
 // the product's tools: auth() with an OAuthClientProvider that configures no scope, the user's part
 // (sign-in, consent) in headless Chromium on the server's own pages, then tools/list and tools/call
 // through the SDK's transport, and the disconnect in the console ending the access on the next call.
+// A connected agent searches its memory with query_context and finds what it wrote (spec 5 grants an
+// OAuth connection memory.read and memory.write, never query: native memory only, said so).
 
 let db: TestDatabase;
 let stack: McpStack;
 let browser: Browser;
 let tab: ConsolePage;
 let alice: TestAccount;
+let worker: Awaited<ReturnType<typeof startWorker>>;
 const temporal = testTemporalClient();
+const taskQueue = uniqueTaskQueue();
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  stack = await startMcpStack({ orm: db.orm, temporal });
+  stack = await startMcpStack({ orm: db.orm, temporal, taskQueue });
+  worker = await startWorker({ orm: db.orm, taskQueue });
   alice = await createTestAccount(db.orm);
   browser = await launchChromium();
   tab = await openConsole(browser, stack.baseUrl);
@@ -34,6 +39,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await tab?.context.close();
   await browser?.close();
+  await worker?.stop();
   await stack?.close();
   await temporal.close();
   await db?.drop();
@@ -69,6 +75,30 @@ async function consentInBrowser(page: Page, authorizationUrl: URL, grant: { read
   return { preselected, code: url.searchParams.get('code')! };
 }
 
+/** Writes a message as the connected agent, waits for its memory event, then finds it with query_context. */
+async function expectRecall(client: Client, peer: string) {
+  await client.callTool({ name: 'create_session', arguments: { session_id: `${peer}-chat` } });
+  const add = await client.callTool({
+    name: 'add_messages_to_session',
+    arguments: { session_id: `${peer}-chat`, peer_id: peer, messages: [{ role: 'user', content: 'My bicycle is a green Bianchi with a wicker basket.' }] },
+  });
+  expect(add.isError, JSON.stringify(add.content)).toBeFalsy();
+  const eventId = (add.structuredContent as Json).event_id as string;
+  const deadline = Date.now() + 60_000;
+  let status = 'queued';
+  while (['queued', 'running', 'processing'].includes(status) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    status = ((await client.callTool({ name: 'get_event_status', arguments: { event_id: eventId } })).structuredContent as Json).status;
+  }
+  expect(status).toBe('succeeded');
+  const found = await client.callTool({ name: 'query_context', arguments: { query: 'What colour is the bicycle?', peer_ids: [peer] } });
+  expect(found.isError, JSON.stringify(found.content)).toBeFalsy();
+  const text = (found.content as { text: string }[])[0]!.text;
+  expect(text).toMatch(/^Searched this account's native memory only/);
+  expect(text).toContain('green Bianchi');
+  expect((found.structuredContent as Json).operation.credits.cost).toBe(0);
+}
+
 describe('the MCP SDK client, OAuth end to end, consent in Chromium', () => {
   beforeAll(async () => {
     await tab.context.route(`${REDIRECT}**`, (route) => route.fulfill({ status: 200, contentType: 'text/plain', body: 'You can close this window.' }));
@@ -97,8 +127,14 @@ describe('the MCP SDK client, OAuth end to end, consent in Chromium', () => {
     const client = new Client({ name: 'chromium-oauth-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { authProvider: oauth, fetch: recording }));
     const { tools } = await client.listTools();
-    expect(tools).toHaveLength(14);
+    // A read-only connection is offered the read tools only (7 of 14), query_context among them.
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'get_claim', 'get_claim_history', 'get_event_status', 'get_peer_representation', 'get_queue_status', 'list_claims', 'query_context',
+    ]);
     for (const t of tools) expect(t.outputSchema, t.name).toMatchObject({ type: 'object' });
+    const search = await client.callTool({ name: 'query_context', arguments: { query: 'anything remembered?' } });
+    expect(search.isError, JSON.stringify(search.content)).toBeFalsy();
+    expect(search.structuredContent).toMatchObject({ coverage: { searched: ['messages', 'claims'] }, limitations: [{ code: 'sources_not_searched' }] });
     const queue = await client.callTool({ name: 'get_queue_status', arguments: {} });
     expect(queue.isError).toBeFalsy();
     expect(queue.structuredContent).toMatchObject({ schemaVersion: 'service-memory-queue-status-v1', workspace: 'default' });
@@ -147,6 +183,8 @@ describe('the MCP SDK client, OAuth end to end, consent in Chromium', () => {
     await client.connect(new StreamableHTTPClientTransport(resource, { requestInit: { headers: { authorization: `Bearer ${tokens.access_token}` } } }));
     const peer = await client.callTool({ name: 'create_peer', arguments: { peer_id: 'granted-write' } });
     expect(peer.structuredContent).toMatchObject({ schemaVersion: 'service-memory-peer-v1', id: 'granted-write' });
+    expect((await client.listTools()).tools).toHaveLength(14);
+    await expectRecall(client, 'granted-write');
     await client.close();
   });
 });
