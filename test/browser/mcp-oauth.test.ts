@@ -1,7 +1,11 @@
 import { auth, discoverOAuthServerInfo, exchangeAuthorization, registerClient, startAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestAccount, type Json, type TestAccount } from '../helpers/accounts.ts';
@@ -52,8 +56,8 @@ const REDIRECT = 'http://127.0.0.1:9/oauth/callback';
  * choose the access, Allow. The client's loopback redirect target is answered here, as the client's
  * own listener would answer it; returns the boxes the consent page had ticked and the code.
  */
-async function consentInBrowser(page: Page, authorizationUrl: URL, grant: { read: boolean; write: boolean }) {
-  const callback = page.waitForRequest((r) => r.url().startsWith(REDIRECT));
+async function consentInBrowser(page: Page, authorizationUrl: URL, grant: { read: boolean; write: boolean }, redirect = REDIRECT) {
+  const callback = page.waitForRequest((r) => r.url().startsWith(redirect));
   await page.goto(authorizationUrl.href);
   const signIn = page.getByRole('button', { name: 'Sign in' });
   const allow = page.getByRole('button', { name: 'Allow' });
@@ -164,6 +168,17 @@ describe('the MCP SDK client, OAuth end to end, consent in Chromium', () => {
     expect(tab.foreign.filter((u) => !u.startsWith(REDIRECT))).toEqual([]);
   });
 
+  it('auth() granted read and write: the agent writes a message and finds it with query_context', async () => {
+    const oauth = new MemoryOAuthClient();
+    expect(await auth(oauth, { serverUrl: stack.mcpUrl })).toBe('REDIRECT');
+    const { code } = await consentInBrowser(tab.page, oauth.authorizationUrl!, { read: true, write: true });
+    expect(await auth(oauth, { serverUrl: stack.mcpUrl, authorizationCode: code })).toBe('AUTHORIZED');
+    const client = new Client({ name: 'auth-recall', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { authProvider: oauth }));
+    await expectRecall(client, 'sdk-agent');
+    await client.close();
+  });
+
   it('an authorization request that names no scope at all: the defaults are offered, granted and named in the token response', async () => {
     const { authorizationServerUrl, authorizationServerMetadata: metadata } = await discoverOAuthServerInfo(stack.mcpUrl);
     const clientInformation = await registerClient(authorizationServerUrl, {
@@ -185,6 +200,49 @@ describe('the MCP SDK client, OAuth end to end, consent in Chromium', () => {
     expect(peer.structuredContent).toMatchObject({ schemaVersion: 'service-memory-peer-v1', id: 'granted-write' });
     expect((await client.listTools()).tools).toHaveLength(14);
     await expectRecall(client, 'granted-write');
+    await client.close();
+  });
+});
+
+describe('mcp-remote (how desktop agents connect), OAuth end to end, consent in Chromium', () => {
+  // mcp-remote, unmodified, as a desktop agent runs it: a stdio MCP server proxying to the endpoint, doing
+  // OAuth itself (dynamic registration, PKCE, its own loopback callback listener). BROWSER=true keeps
+  // its opener from launching anything; the URL it prints is what the user would open, here in Chromium.
+  let configDir: string;
+  beforeAll(async () => {
+    configDir = await mkdtemp(path.join(tmpdir(), 'cairn-mcp-remote-'));
+  });
+  afterAll(async () => {
+    await rm(configDir, { recursive: true, force: true });
+  });
+
+  it('connects, lists the tools, writes a message and finds it with query_context', async () => {
+    const callbackPort = 27000 + Math.floor(Math.random() * 900);
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [path.resolve('node_modules/mcp-remote/dist/proxy.js'), stack.mcpUrl, String(callbackPort), '--host', '127.0.0.1'],
+      env: { ...(process.env as Record<string, string>), MCP_REMOTE_CONFIG_DIR: configDir, BROWSER: 'true' },
+      stderr: 'pipe',
+    });
+    let log = '';
+    const authorizationUrl = new Promise<URL>((resolve) => {
+      transport.stderr!.on('data', (chunk: Buffer) => {
+        log += chunk.toString();
+        const m = /Please authorize this client by visiting:\s+(\S+)/.exec(log);
+        if (m) resolve(new URL(m[1]!));
+      });
+    });
+    const client = new Client({ name: 'desktop-agent', version: '1.0.0' });
+    const connected = client.connect(transport);
+    const url = await authorizationUrl;
+    const redirect = url.searchParams.get('redirect_uri')!;
+    expect(redirect.startsWith(`http://127.0.0.1:`), redirect).toBe(true);
+    await consentInBrowser(tab.page, url, { read: true, write: true }, redirect);
+    await connected;
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toHaveLength(14);
+    expect(names).toContain('query_context');
+    await expectRecall(client, 'desktop-agent');
     await client.close();
   });
 });
