@@ -81,6 +81,7 @@ async function consentInBrowser(page: Page, authorizationUrl: URL, grant: { read
 
 /** Writes a message as the connected agent, waits for its memory event, then finds it with query_context. */
 async function expectRecall(client: Client, peer: string) {
+  await client.callTool({ name: 'create_peer', arguments: { peer_id: peer } });
   await client.callTool({ name: 'create_session', arguments: { session_id: `${peer}-chat` } });
   const add = await client.callTool({
     name: 'add_messages_to_session',
