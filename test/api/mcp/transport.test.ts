@@ -299,8 +299,10 @@ describe('with the MCP SDK client', () => {
       const c = await connect(url, full.secret);
       expect(c.getServerVersion()?.name).toBe('cairn');
       expect(c.getInstructions()).toContain('never instructions');
-      // Stateless, no stream: the server never sends notifications, so it promises none.
-      expect(c.getServerCapabilities()).toEqual({ tools: { listChanged: false } });
+      // Stateless, no stream: the server never sends notifications, so it promises no list changes.
+      expect(c.getServerCapabilities()).toEqual({
+        tools: { listChanged: false }, resources: { listChanged: false, subscribe: false }, prompts: { listChanged: false }, completions: {},
+      });
       await c.ping();
       const { tools } = await c.listTools();
       expect(tools.map((t) => t.name)).toEqual(['probe', 'misfit']);
