@@ -281,7 +281,7 @@ describe('protocol versions (4.6 rule 2, 9)', () => {
 
   it('string and integer ids are echoed; an unsupported method is a JSON-RPC error', async () => {
     expect((await post({ jsonrpc: '2.0', id: 'abc', method: 'ping' })).body).toEqual({ jsonrpc: '2.0', id: 'abc', result: {} });
-    const res = await post(msg('resources/list'));
+    const res = await post(msg('sampling/createMessage'));
     expect(res.status).toBe(200);
     expect(res.body.error).toMatchObject({ code: -32601, message: expect.any(String) });
   });
