@@ -1,5 +1,5 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, SetLevelRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { registerMemoryResources } from './resources.ts';
 import { callableTools, callTool, toolListing, unknownTool, type McpTool, type ToolContext } from './tools/registry.ts';
 
@@ -19,7 +19,7 @@ export function createMcpServer(tools: readonly McpTool[], ctx: ToolContext, ver
   const server = new Server(
     { name: 'cairn', title: 'Cairn memory', version },
     {
-      capabilities: { tools: { listChanged: false }, resources: { listChanged: false, subscribe: false }, prompts: { listChanged: false }, completions: {} },
+      capabilities: { tools: { listChanged: false }, resources: { listChanged: false, subscribe: false }, prompts: { listChanged: false }, completions: {}, logging: {} },
       instructions: INSTRUCTIONS,
     },
   );
@@ -29,5 +29,8 @@ export function createMcpServer(tools: readonly McpTool[], ctx: ToolContext, ver
     return tool ? callTool(tool, ctx, params.arguments) : unknownTool(params.name);
   });
   registerMemoryResources(server, ctx);
+  // logging/setLevel is accepted (clients set it after initialize), but a stateless request has no
+  // stream to carry notifications/message on, so no level is kept and no log message is ever sent.
+  server.setRequestHandler(SetLevelRequestSchema, () => ({}));
   return server;
 }
