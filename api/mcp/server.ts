@@ -24,9 +24,16 @@ export function createMcpServer(tools: readonly McpTool[], ctx: ToolContext, ver
     },
   );
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolListing(callableTools(tools, ctx.principal.scopes)) }));
-  server.setRequestHandler(CallToolRequestSchema, ({ params }) => {
+  server.setRequestHandler(CallToolRequestSchema, ({ params }, extra) => {
     const tool = tools.find((t) => t.name === params.name);
-    return tool ? callTool(tool, ctx, params.arguments) : unknownTool(params.name);
+    if (!tool) return unknownTool(params.name);
+    const token = params._meta?.progressToken;
+    const progress =
+      token === undefined
+        ? undefined
+        : (value: number, total: number, message: string) =>
+            extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: value, total, message } });
+    return callTool(tool, { ...ctx, ...(progress ? { progress } : {}) }, params.arguments);
   });
   registerMemoryResources(server, ctx);
   // logging/setLevel is accepted (clients set it after initialize), but a stateless request has no

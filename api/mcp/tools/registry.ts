@@ -16,7 +16,15 @@ import { toolJsonSchema } from './json-schema.ts';
 export type ToolDeps = { config: Config; searchIndex?: SearchIndex; freeWork: FreeWorkLimiter; query: QueryServices };
 
 /** One tool call's context: the request's authenticated principal, its own EntityManager fork and its request id. */
-export type ToolContext = { principal: Principal; em: EntityManager; deps: ToolDeps; log: FastifyBaseLogger; requestId: string };
+export type ToolContext = {
+  principal: Principal;
+  em: EntityManager;
+  deps: ToolDeps;
+  log: FastifyBaseLogger;
+  requestId: string;
+  /** Present when the caller asked for progress (a progressToken): notifications/progress on its response stream. */
+  progress?: (progress: number, total: number, message: string) => Promise<void>;
+};
 
 /** A tool's answer: structured data, and optionally a text form written for a model (else the JSON). */
 export type ToolOutcome<D = Record<string, unknown>> = { data: D; text?: string };
@@ -91,7 +99,9 @@ export async function callTool(tool: McpTool, ctx: ToolContext, args: unknown): 
   }
   let outcome: ToolOutcome<unknown>;
   try {
+    await ctx.progress?.(0, 1, `${tool.name} started`);
     outcome = await tool.run(ctx, input);
+    await ctx.progress?.(1, 1, `${tool.name} done`);
   } catch (err) {
     if (err instanceof AppError && err.status < 500) return toolError(err.code, err.message);
     ctx.log.error({ err, tool: tool.name }, 'MCP tool failed');

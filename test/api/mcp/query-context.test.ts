@@ -126,6 +126,25 @@ describe('query_context', () => {
     for (const c of [memory, queryOnly, writer]) await c.close();
   });
 
+  it('a call asking for progress gets notifications/progress before its result; one that does not, a plain JSON answer', async () => {
+    const c = await connect(keys.readOnly!);
+    const seen: { progress: number; total?: number; message?: string }[] = [];
+    const r = await c.callTool({ name: 'query_context', arguments: { query: 'ferry Skarholm' } }, undefined, { onprogress: (p) => void seen.push(p) });
+    expect(r.isError).toBeFalsy();
+    expect(seen).toEqual([
+      { progress: 0, total: 1, message: 'query_context started' },
+      { progress: 1, total: 1, message: 'query_context done' },
+    ]);
+    const plain = await fetch(stack.mcpUrl, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.readOnly}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_queue_status', arguments: {} } }),
+    });
+    expect(plain.headers.get('content-type')).toMatch(/^application\/json/);
+    await plain.body?.cancel();
+    await c.close();
+  });
+
   it('missing scopes, invalid combinations and another account return no data', async () => {
 
     const q = await connect(keys.queryOnly!);
