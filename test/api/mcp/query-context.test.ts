@@ -5,8 +5,7 @@ import { createApiKey } from '../../../core/auth/api-keys.ts';
 import type { Scope } from '../../../core/contracts/account.ts';
 import { createTestAccount, type Json } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
-import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';
-import { memoryRows } from '../../helpers/memory-rows.ts';
+import { connectMcp, seedDanaTrip, startMcpStack, type McpStack } from '../../helpers/mcp.ts';
 import { testTemporalClient } from '../../helpers/services.ts';
 
 // The query_context tool with the MCP SDK's own client over Streamable HTTP: the same query engine as
@@ -21,22 +20,14 @@ async function key(accountId: string, scopes: Scope[]) {
   return (await createApiKey(db.orm.em.fork(), accountId, { name: 'k', scopes, maxPreset: 'accuracy' })).secret;
 }
 
-const connect = async (bearer: string) => {
-  const c = new Client({ name: 'query-test', version: '1.0.0' });
-  await c.connect(new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }));
-  return c;
-};
+const connect = (bearer: string) => connectMcp(stack.mcpUrl, bearer, 'query-test');
 
 beforeAll(async () => {
   db = await createTestDatabase();
   stack = await startMcpStack({ orm: db.orm, temporal });
   const a = await createTestAccount(db.orm);
   const b = await createTestAccount(db.orm);
-  const mem = memoryRows(db.orm);
-  const peer = await mem.peer(a.id, 'dana');
-  const session = await mem.session(a.id, 'trip');
-  await mem.message(a.id, { peerId: peer, sessionId: session, content: 'Dana booked the ferry to Skarholm for the ninth of June.' });
-  await mem.claim(a.id, { peerId: peer, sessionId: session, content: 'Dana travels to Skarholm by ferry.' });
+  await seedDanaTrip(db.orm, a.id);
   keys.full = await key(a.id, ['query', 'query.answer', 'memory.read']);
   keys.queryOnly = await key(a.id, ['query']);
   keys.readOnly = await key(a.id, ['memory.read']);

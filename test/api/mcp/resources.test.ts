@@ -1,11 +1,10 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../../core/auth/api-keys.ts';
 import type { Scope } from '../../../core/contracts/account.ts';
 import { createTestAccount, type Json } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
-import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';
+import { connectMcp, seedDanaTrip, startMcpStack, type McpStack } from '../../helpers/mcp.ts';
 import { memoryRows } from '../../helpers/memory-rows.ts';
 import { testTemporalClient } from '../../helpers/services.ts';
 
@@ -23,8 +22,7 @@ async function key(accountId: string, scopes: Scope[]) {
   return (await createApiKey(db.orm.em.fork(), accountId, { name: 'k', scopes, maxPreset: 'accuracy' })).secret;
 }
 const connect = async (bearer: string) => {
-  const c = new Client({ name: 'resources-test', version: '1.0.0' });
-  await c.connect(new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }));
+  const c = await connectMcp(stack.mcpUrl, bearer, 'resources-test');
   clients.push(c);
   return c;
 };
@@ -34,13 +32,10 @@ beforeAll(async () => {
   stack = await startMcpStack({ orm: db.orm, temporal });
   const a = await createTestAccount(db.orm);
   const b = await createTestAccount(db.orm);
+  ({ claimId } = await seedDanaTrip(db.orm, a.id));
   const mem = memoryRows(db.orm);
-  const peer = await mem.peer(a.id, 'dana');
   await mem.peer(a.id, 'daniel');
   await mem.peer(a.id, 'erik');
-  const session = await mem.session(a.id, 'trip');
-  await mem.message(a.id, { peerId: peer, sessionId: session, content: 'Dana booked the ferry to Skarholm for the ninth of June.' });
-  claimId = await mem.claim(a.id, { peerId: peer, sessionId: session, content: 'Dana travels to Skarholm by ferry.' });
   await mem.peer(b.id, 'dagny');
   keys.read = await key(a.id, ['memory.read']);
   keys.ingest = await key(a.id, ['ingest']);
