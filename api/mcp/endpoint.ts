@@ -21,6 +21,12 @@ import {
 import { createMcpServer } from './server.ts';
 import type { McpTool, ToolDeps } from './tools/registry.ts';
 
+/** A tools/call naming a progressToken. */
+const wantsProgress = (message: unknown) => {
+  const m = message as { method?: unknown; params?: { _meta?: { progressToken?: unknown } } };
+  return m.method === 'tools/call' && m.params?._meta?.progressToken !== undefined;
+};
+
 export type McpEndpointOptions = {
   config: Config;
   tools: readonly McpTool[];
@@ -151,7 +157,9 @@ export async function mcpEndpoint(app: FastifyInstance, opts: McpEndpointOptions
     if (opts.rateLimiter) await opts.rateLimiter.consume(principal.accountId);
 
     const server = createMcpServer(opts.tools, { principal, em: request.em, deps: opts.toolDeps, log: request.log, requestId: request.id }, opts.version);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    // JSON, except for a tools/call asking for progress: its response is an event stream carrying the
+    // progress notifications, then the result (buffered here: the stream ends with the request).
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsProgress(message) });
     transport.onerror = (err) => request.log.debug({ err }, 'MCP transport refused a message');
     try {
       await server.connect(transport);

@@ -8,7 +8,7 @@ import { escapeHtml } from '../../core/oauth/provider.ts';
 export const SCOPE_TEXT: Record<ConnectedAppScope, { label: string; detail: string }> = {
   'memory.read': {
     label: 'Read memory',
-    detail: 'Read peers, sessions, messages and claims, and retrieve context from your memory and sources.',
+    detail: 'Read peers, sessions, messages and claims, and search them for context. Documents you ingested are not shared.',
   },
   'memory.write': {
     label: 'Write memory',

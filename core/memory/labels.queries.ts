@@ -38,6 +38,15 @@ export async function labelsAfter(em: Em, reach: Reach, kind: LabelKind, page: {
     order by label limit ${limit}`);
 }
 
+/** Up to `limit` labels inside the key's reach starting with `prefix`, in label order (argument completion). */
+export async function labelsWithPrefix(em: Em, reach: Reach, { kind, prefix, limit }: { kind: LabelKind; prefix: string; limit: number }): Promise<string[]> {
+  const rows = await bound<{ label: string }>(em, sql`select label from ${TABLE[kind]}
+    where account_id = ${reach.accountId} and workspace = ${WORKSPACE}${inAudiences('audience', reach.audiences)}
+      and label >= ${prefix} and left(label, ${prefix.length}) = ${prefix}
+    order by label limit ${limit}`);
+  return rows.map((r) => r.label);
+}
+
 /**
  * Locks those of the peers and sessions that still exist (for share, in id order: a deletion running
  * now waits for the caller's transaction or has won) and returns their ids.

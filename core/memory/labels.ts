@@ -4,7 +4,7 @@ import { WORKSPACE } from '../contracts/memory.ts';
 import { AppError, forbidden, notFound } from '../../platform/errors.ts';
 import { decodeCursor, iso, page } from './pagination.ts';
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
-import { getOrCreateLabel, labelInReach, labelsAfter, type LabelKind, type LabelRow } from './labels.queries.ts';
+import { getOrCreateLabel, labelInReach, labelsAfter, labelsWithPrefix, type LabelKind, type LabelRow } from './labels.queries.ts';
 
 // Workspaces, peers and sessions: labels scoped to the account (the same label in two accounts is two
 // things). Peers and sessions are get-or-create; a label of another account is simply not found.
@@ -55,4 +55,9 @@ export async function listLabels(em: Em, reach: Reach, kind: LabelKind, p: { lim
   const after = decodeCursor(p.cursor, 1)?.[0] as string | undefined;
   const rows = await labelsAfter(em, reach, kind, { after, limit: p.limit + 1 });
   return page(rows, p.limit, (r) => [r.label], labelItem);
+}
+
+/** Labels of a kind starting with what was typed so far, for MCP argument completion (at most 100). */
+export async function completeLabels(em: Em, reach: Reach, kind: LabelKind, prefix: string): Promise<string[]> {
+  return labelsWithPrefix(em, reach, { kind, prefix, limit: 100 });
 }

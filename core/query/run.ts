@@ -8,6 +8,7 @@ import type { QueryRequest, QueryResult } from '../contracts/query.ts';
 import { AppError, forbidden } from '../../platform/errors.ts';
 import { requestHash } from '../idempotency.ts';
 import type { Logger } from '../../platform/logger.ts';
+import { getBalance } from '../metering/ledger.ts';
 import { AfterRetrievalError, runMetered } from '../metering/operation.ts';
 import type { Settled, Reserved } from '../metering/reservations.ts';
 import { resolveBoundary, type Boundary } from '../retrieval/boundary.ts';
@@ -43,11 +44,14 @@ const PRESET_RANK: Record<Preset, number> = { efficient: 0, accuracy: 1 };
 
 /** Scope and preset rules of spec 5 rule 2; returns the preset the query runs with. */
 export function authorizeQuery(principal: Principal, req: Pick<QueryRequest, 'mode' | 'preset'>): Preset {
-  // memory.read alone (an MCP OAuth connection) searches native memory only (resolveBoundary).
-  if (!principal.scopes.includes('query') && !principal.scopes.includes('memory.read')) throw forbidden('This credential lacks the scope query.');
+  if (!principal.scopes.includes('query')) throw forbidden('This credential lacks the scope query.');
   if (req.mode === 'answer' && !principal.scopes.includes('query.answer')) {
     throw new AppError(403, 'query_answer_not_authorized', 'Answer mode needs the scope query.answer.');
   }
+  return presetWithin(principal, req);
+}
+
+function presetWithin(principal: Principal, req: Pick<QueryRequest, 'preset'>): Preset {
   if (req.preset && PRESET_RANK[req.preset] > PRESET_RANK[principal.maxPreset]) {
     throw new AppError(403, 'preset_not_authorized', `This credential's preset ceiling is ${principal.maxPreset}.`);
   }
@@ -103,6 +107,50 @@ export async function runQuery(deps: QueryDeps, principal: Principal, req: Query
     );
     throw err;
   }
+}
+
+/** What a memory-only query says about what it did not search. */
+export const SOURCES_NOT_SEARCHED = {
+  code: 'sources_not_searched',
+  message:
+    "Searched this account's native memory only (messages and claims of its peers and sessions): ingested sources " +
+    'need the scope query, which this credential does not hold.',
+};
+
+/**
+ * The query_context MCP tool for a credential holding memory.read but not query (an MCP OAuth
+ * connection, spec 5): the same retrieval and result shape over native memory only, never sources.
+ * Like the other memory.read reads (peer context, ask) it spends no credit, so it stores no operation
+ * either: an exact retry simply reads again. Answer mode stays behind query and query.answer.
+ */
+export async function runMemoryQuery(deps: QueryDeps, principal: Principal, req: QueryRequest): Promise<QueryResponse> {
+  if (!principal.scopes.includes('memory.read')) throw forbidden('This credential lacks the scope memory.read.');
+  if (req.mode === 'answer') {
+    throw new AppError(403, 'query_answer_not_authorized', 'Answer mode needs the scopes query and query.answer.');
+  }
+  if (req.source_ids) throw forbidden('source_ids needs the scope query; this credential searches native memory only.');
+  const preset = presetWithin(principal, req);
+  const boundary = { ...(await resolveBoundary(deps.em, principal, req)), includeSources: false, includeMemory: true };
+  let done: Work;
+  try {
+    done = (await work(deps, { principal, req, preset, boundary })).value;
+  } catch (err) {
+    throw err instanceof AfterRetrievalError ? err.original : err;
+  }
+  const balance = await getBalance(deps.em, principal.accountId);
+  const result = done.assembled.finish({
+    answer: null,
+    operation: {
+      requestId: deps.requestId,
+      idempotencyKey: req.idempotencyKey,
+      replayed: false,
+      completedAt: new Date().toISOString(),
+      retrievalMs: Math.round((done.retrieval?.ms ?? 0) * 100) / 100,
+      credits: { cost: 0, reserved: 0, refunded: 0, remaining: balance.monthly + balance.onboarding },
+      provider: { name: null, model: null, called: false, usage: null, credits: 0 },
+    },
+  });
+  return { result: { ...result, limitations: [SOURCES_NOT_SEARCHED, ...result.limitations] }, headers: {} };
 }
 
 /** An exact retry of a completed query: its stored result and headers, marked replayed, spending nothing. */

@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, buildMcpApp } from '../../api/app.ts';
 import type { McpTool } from '../../api/mcp/tools/registry.ts';
@@ -11,6 +13,7 @@ import { createOauthServer } from '../../core/oauth/server.ts';
 import { createFreeWorkLimiter } from '../../platform/ops/free-work.ts';
 import type { TemporalClientHandle } from '../../temporal/client.ts';
 import { searchIndexFor } from '../../core/retrieval/search-index.ts';
+import { memoryRows } from './memory-rows.ts';
 import { memoryLogger } from './services.ts';
 
 export type McpStack = {
@@ -75,4 +78,20 @@ export async function startMcpStack(opts: {
       await extraction.close();
     },
   };
+}
+
+/** The MCP SDK's own client over Streamable HTTP, authenticated with a bearer (API key or OAuth token). */
+export async function connectMcp(url: string, bearer: string, name = 'cairn-test'): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }));
+  return client;
+}
+
+/** Dana's ferry trip as memory rows of one account: peer dana, session trip, one message and one claim. */
+export async function seedDanaTrip(orm: Orm, accountId: string): Promise<{ claimId: string }> {
+  const mem = memoryRows(orm);
+  const peer = await mem.peer(accountId, 'dana');
+  const session = await mem.session(accountId, 'trip');
+  await mem.message(accountId, { peerId: peer, sessionId: session, content: 'Dana booked the ferry to Skarholm for the ninth of June.' });
+  return { claimId: await mem.claim(accountId, { peerId: peer, sessionId: session, content: 'Dana travels to Skarholm by ferry.' }) };
 }

@@ -85,6 +85,10 @@ describe('cairn mcp (stdio)', () => {
     const hosted = new Client({ name: 'hosted', version: '1' });
     await hosted.connect(new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${key.secret}` } } }));
     expect((await client.listTools()).tools).toEqual((await hosted.listTools()).tools);
+    expect(client.getServerCapabilities()).toEqual(hosted.getServerCapabilities());
+    expect((await client.listResourceTemplates()).resourceTemplates).toEqual((await hosted.listResourceTemplates()).resourceTemplates);
+    expect((await client.listPrompts()).prompts).toEqual((await hosted.listPrompts()).prompts);
+    await client.setLoggingLevel('info');
 
     const ok = await client.callTool({ name: 'echo_word', arguments: { word: 'over-stdio' } });
     expect(ok.structuredContent).toEqual({ word: 'over-stdio', account: email });

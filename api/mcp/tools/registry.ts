@@ -16,7 +16,15 @@ import { toolJsonSchema } from './json-schema.ts';
 export type ToolDeps = { config: Config; searchIndex?: SearchIndex; freeWork: FreeWorkLimiter; query: QueryServices };
 
 /** One tool call's context: the request's authenticated principal, its own EntityManager fork and its request id. */
-export type ToolContext = { principal: Principal; em: EntityManager; deps: ToolDeps; log: FastifyBaseLogger; requestId: string };
+export type ToolContext = {
+  principal: Principal;
+  em: EntityManager;
+  deps: ToolDeps;
+  log: FastifyBaseLogger;
+  requestId: string;
+  /** Present when the caller asked for progress (a progressToken): notifications/progress on its response stream. */
+  progress?: (progress: number, total: number, message: string) => Promise<void>;
+};
 
 /** A tool's answer: structured data, and optionally a text form written for a model (else the JSON). */
 export type ToolOutcome<D = Record<string, unknown>> = { data: D; text?: string };
@@ -38,8 +46,16 @@ export type McpTool<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject =
    * like a REST response through its response schema, so what is sent always satisfies the schema.
    */
   output: O;
-  /** Scopes the call needs (spec 4.6); a function when they depend on the input (answer mode) or the credential. */
-  scopes: readonly Scope[] | ((input: Partial<z.infer<I>>, principal: Principal) => readonly Scope[]);
+  /**
+   * Scopes the call needs (spec 4.6); a function when they depend on the input (answer mode) or on
+   * what the credential holds (query_context searches native memory alone without query).
+   */
+  scopes: readonly Scope[] | ((input: z.infer<I>, granted: readonly Scope[]) => readonly Scope[]);
+  /**
+   * Who tools/list offers the tool to: a credential holding every scope of one of these sets. Omitted,
+   * the static `scopes`; a tool with `scopes` as a function names its sets here.
+   */
+  offeredTo?: readonly (readonly Scope[])[];
   annotations: { readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
   run(ctx: ToolContext, input: z.infer<I>): Promise<ToolOutcome<z.input<O>>>;
 };
@@ -64,9 +80,6 @@ export function missingScopes(principal: Principal, needed: readonly Scope[]): S
   return needed.filter((s) => !principal.scopes.includes(s));
 }
 
-const neededScopes = (tool: McpTool, input: Record<string, unknown>, principal: Principal) =>
-  typeof tool.scopes === 'function' ? tool.scopes(input, principal) : tool.scopes;
-
 /**
  * Runs one tools/call: the arguments are validated (invalid ones, and text with control characters, are a tool error the model can
  * correct, as MCP 2025-11-25 asks, not a protocol error), then scopes (a missing scope is a tool error,
@@ -78,14 +91,17 @@ export async function callTool(tool: McpTool, ctx: ToolContext, args: unknown): 
   const input = parsed.data;
   const bad = controlCharacterPath(input);
   if (bad) return toolError('validation_error', `${bad.join('.') || 'input'} ${CONTROL_CHARACTER_MESSAGE}.`);
-  const missing = missingScopes(ctx.principal, neededScopes(tool, input, ctx.principal));
+  const needed = typeof tool.scopes === 'function' ? tool.scopes(input, ctx.principal.scopes) : tool.scopes;
+  const missing = missingScopes(ctx.principal, needed);
   if (missing.length) {
     const code = missing.includes('query.answer') ? 'query_answer_not_authorized' : 'forbidden';
     return toolError(code, `This credential lacks the scope ${missing.join(', ')} needed by ${tool.name}.`);
   }
   let outcome: ToolOutcome<unknown>;
   try {
+    await ctx.progress?.(0, 1, `${tool.name} started`);
     outcome = await tool.run(ctx, input);
+    await ctx.progress?.(1, 1, `${tool.name} done`);
   } catch (err) {
     if (err instanceof AppError && err.status < 500) return toolError(err.code, err.message);
     ctx.log.error({ err, tool: tool.name }, 'MCP tool failed');
@@ -106,7 +122,18 @@ export async function callTool(tool: McpTool, ctx: ToolContext, args: unknown): 
 /** A tools/call naming no tool of this server: a tool error too (what MCP clients and the SDK expect). */
 export const unknownTool = (name: string) => toolError('not_found', `There is no tool named ${JSON.stringify(name.slice(0, 100))}.`);
 
-const listings = new WeakMap<readonly McpTool[], Tool[]>();
+/**
+ * The tools a credential can call, which is what tools/list shows it: a read-only token is not
+ * offered write tools it would only be refused.
+ */
+export function callableTools(tools: readonly McpTool[], granted: readonly Scope[]): McpTool[] {
+  return tools.filter((tool) => {
+    const sets = tool.offeredTo ?? (typeof tool.scopes === 'function' ? [] : [tool.scopes]);
+    return sets.some((set) => set.every((s) => granted.includes(s)));
+  });
+}
+
+const listings = new WeakMap<McpTool, Tool>();
 
 /**
  * A tool's outputSchema admits its data and the tool-error envelope: clients validate every
@@ -120,27 +147,21 @@ const outputSchema = (output: z.ZodObject) => ({
   anyOf: [toolJsonSchema(output, 'output'), toolJsonSchema(ToolErrorContent, 'output')],
 });
 
-/**
- * tools/list: the tools this credential can call (with their arguments' defaults: query_context's
- * answer mode may still need a scope it lacks), converted to JSON Schema once per tool set.
- */
-export function toolListing(tools: readonly McpTool[], principal: Principal): Tool[] {
-  const callable = new Set(tools.filter((t) => missingScopes(principal, neededScopes(t, {}, principal)).length === 0).map((t) => t.name));
-  return allListed(tools).filter((t) => callable.has(t.name));
-}
-
-function allListed(tools: readonly McpTool[]): Tool[] {
-  let listing = listings.get(tools);
-  if (!listing) {
-    listing = tools.map((tool) => ({
-      name: tool.name,
-      title: tool.title,
-      description: tool.description,
-      inputSchema: toolJsonSchema(tool.input, 'input'),
-      outputSchema: outputSchema(tool.output),
-      annotations: { openWorldHint: false, ...tool.annotations },
-    }));
-    listings.set(tools, listing);
-  }
-  return listing;
+/** tools/list: the definitions, each converted to JSON Schema once (not on every request). */
+export function toolListing(tools: readonly McpTool[]): Tool[] {
+  return tools.map((tool) => {
+    let listing = listings.get(tool);
+    if (!listing) {
+      listing = {
+        name: tool.name,
+        title: tool.title,
+        description: tool.description,
+        inputSchema: toolJsonSchema(tool.input, 'input'),
+        outputSchema: outputSchema(tool.output),
+        annotations: { openWorldHint: false, ...tool.annotations },
+      };
+      listings.set(tool, listing);
+    }
+    return listing;
+  });
 }

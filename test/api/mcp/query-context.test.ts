@@ -5,8 +5,7 @@ import { createApiKey } from '../../../core/auth/api-keys.ts';
 import type { Scope } from '../../../core/contracts/account.ts';
 import { createTestAccount, type Json } from '../../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
-import { startMcpStack, type McpStack } from '../../helpers/mcp.ts';
-import { memoryRows } from '../../helpers/memory-rows.ts';
+import { connectMcp, seedDanaTrip, startMcpStack, type McpStack } from '../../helpers/mcp.ts';
 import { testTemporalClient } from '../../helpers/services.ts';
 
 // The query_context tool with the MCP SDK's own client over Streamable HTTP: the same query engine as
@@ -21,25 +20,19 @@ async function key(accountId: string, scopes: Scope[]) {
   return (await createApiKey(db.orm.em.fork(), accountId, { name: 'k', scopes, maxPreset: 'accuracy' })).secret;
 }
 
-const connect = async (bearer: string) => {
-  const c = new Client({ name: 'query-test', version: '1.0.0' });
-  await c.connect(new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }));
-  return c;
-};
+const connect = (bearer: string) => connectMcp(stack.mcpUrl, bearer, 'query-test');
 
 beforeAll(async () => {
   db = await createTestDatabase();
   stack = await startMcpStack({ orm: db.orm, temporal });
   const a = await createTestAccount(db.orm);
   const b = await createTestAccount(db.orm);
-  const mem = memoryRows(db.orm);
-  const peer = await mem.peer(a.id, 'dana');
-  const session = await mem.session(a.id, 'trip');
-  await mem.message(a.id, { peerId: peer, sessionId: session, content: 'Dana booked the ferry to Skarholm for the ninth of June.' });
-  await mem.claim(a.id, { peerId: peer, sessionId: session, content: 'Dana travels to Skarholm by ferry.' });
+  await seedDanaTrip(db.orm, a.id);
   keys.full = await key(a.id, ['query', 'query.answer', 'memory.read']);
   keys.queryOnly = await key(a.id, ['query']);
   keys.readOnly = await key(a.id, ['memory.read']);
+  keys.writeOnly = await key(a.id, ['memory.write']);
+  keys.otherMemory = await key(b.id, ['memory.read']);
   keys.other = await key(b.id, ['query', 'query.answer']);
 });
 afterAll(async () => {
@@ -91,11 +84,59 @@ describe('query_context', () => {
     await c.close();
   });
 
-  it('missing scopes, invalid combinations and another account return no data', async () => {
-    const noQuery = await connect(keys.readOnly!);
-    const refused = await noQuery.callTool({ name: 'query_context', arguments: { query: 'ferry Skarholm' } });
+  it('with memory.read and no query: native memory only, said so, free; tools/list offers what the credential can call', async () => {
+    const memory = await connect(keys.readOnly!);
+    const names = (await memory.listTools()).tools.map((t) => t.name);
+    expect(names).toContain('query_context');
+    expect(names).toContain('get_claim');
+    expect(names).not.toContain('create_peer');
+    expect(names).not.toContain('add_messages_to_session');
+    const r = await memory.callTool({ name: 'query_context', arguments: { query: 'When does Dana take the ferry to Skarholm?' } });
+    expect(r.isError).toBeFalsy();
+    const data = r.structuredContent as Json;
+    expect(data.coverage.searched).toEqual(['messages', 'claims']);
+    expect(data.limitations[0]).toMatchObject({ code: 'sources_not_searched' });
+    expect(data.operation.credits).toMatchObject({ cost: 0, reserved: 0 });
+    expect(JSON.stringify(data.evidence)).toContain('ninth of June');
+    expect((r.content as { text: string }[])[0]!.text).toMatch(/^Searched this account's native memory only/);
+    // Sources and answers stay behind query.
+    const sources = await memory.callTool({ name: 'query_context', arguments: { query: 'ferry', source_ids: ['00000000-0000-4000-8000-000000000000'] } });
+    expect(sources).toMatchObject({ isError: true, structuredContent: { error: { code: 'forbidden', message: expect.stringContaining('query') } } });
+    const answer = await memory.callTool({ name: 'query_context', arguments: { mode: 'answer', query: 'ferry Skarholm' } });
+    expect(answer).toMatchObject({ isError: true, structuredContent: { error: { code: 'query_answer_not_authorized' } } });
+
+    const queryOnly = await connect(keys.queryOnly!);
+    expect((await queryOnly.listTools()).tools.map((t) => t.name)).toEqual(['query_context']);
+    const writer = await connect(keys.writeOnly!);
+    const writeTools = (await writer.listTools()).tools.map((t) => t.name);
+    expect(writeTools).not.toContain('query_context');
+    expect(writeTools).toContain('add_messages_to_session');
+    const refused = await writer.callTool({ name: 'query_context', arguments: { query: 'ferry Skarholm' } });
     expect(refused).toMatchObject({ isError: true, structuredContent: { error: { code: 'forbidden' } } });
     expect(JSON.stringify(refused)).not.toContain('ninth');
+    for (const c of [memory, queryOnly, writer]) await c.close();
+  });
+
+  it('a call asking for progress gets notifications/progress before its result; one that does not, a plain JSON answer', async () => {
+    const c = await connect(keys.readOnly!);
+    const seen: { progress: number; total?: number; message?: string }[] = [];
+    const r = await c.callTool({ name: 'query_context', arguments: { query: 'ferry Skarholm' } }, undefined, { onprogress: (p) => void seen.push(p) });
+    expect(r.isError).toBeFalsy();
+    expect(seen).toEqual([
+      { progress: 0, total: 1, message: 'query_context started' },
+      { progress: 1, total: 1, message: 'query_context done' },
+    ]);
+    const plain = await fetch(stack.mcpUrl, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.readOnly}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_queue_status', arguments: {} } }),
+    });
+    expect(plain.headers.get('content-type')).toMatch(/^application\/json/);
+    await plain.body?.cancel();
+    await c.close();
+  });
+
+  it('missing scopes, invalid combinations and another account return no data', async () => {
 
     const q = await connect(keys.queryOnly!);
     const answer = await q.callTool({ name: 'query_context', arguments: { mode: 'answer', query: 'ferry Skarholm' } });
@@ -109,6 +150,10 @@ describe('query_context', () => {
     expect(JSON.stringify(foreign)).not.toContain('ninth of June');
     const peer = await other.callTool({ name: 'query_context', arguments: { query: 'ferry', peer_ids: ['dana'] } });
     expect(peer).toMatchObject({ isError: true, structuredContent: { error: { code: 'forbidden' } } });
-    for (const c of [noQuery, q, other]) await c.close();
+    const otherMemory = await connect(keys.otherMemory!);
+    const foreignMemory = await otherMemory.callTool({ name: 'query_context', arguments: { query: 'When does Dana take the ferry to Skarholm?' } });
+    expect(foreignMemory.isError).toBeFalsy();
+    expect(JSON.stringify(foreignMemory)).not.toContain('ninth of June');
+    for (const c of [q, other, otherMemory]) await c.close();
   });
 });

@@ -281,7 +281,7 @@ describe('protocol versions (4.6 rule 2, 9)', () => {
 
   it('string and integer ids are echoed; an unsupported method is a JSON-RPC error', async () => {
     expect((await post({ jsonrpc: '2.0', id: 'abc', method: 'ping' })).body).toEqual({ jsonrpc: '2.0', id: 'abc', result: {} });
-    const res = await post(msg('resources/list'));
+    const res = await post(msg('sampling/createMessage'));
     expect(res.status).toBe(200);
     expect(res.body.error).toMatchObject({ code: -32601, message: expect.any(String) });
   });
@@ -299,8 +299,10 @@ describe('with the MCP SDK client', () => {
       const c = await connect(url, full.secret);
       expect(c.getServerVersion()?.name).toBe('cairn');
       expect(c.getInstructions()).toContain('never instructions');
-      // Stateless, no stream: the server never sends notifications, so it promises none.
-      expect(c.getServerCapabilities()).toEqual({ tools: { listChanged: false } });
+      // Stateless, no stream: the server never sends notifications, so it promises no list changes.
+      expect(c.getServerCapabilities()).toEqual({
+        tools: { listChanged: false }, resources: { listChanged: false, subscribe: false }, prompts: { listChanged: false }, completions: {}, logging: {},
+      });
       await c.ping();
       const { tools } = await c.listTools();
       expect(tools.map((t) => t.name)).toEqual(['probe', 'misfit']);
