@@ -8,11 +8,18 @@ import { freePort } from './ephemeral.ts';
 
 type Env = Record<string, string | undefined>;
 
-function spawnEntrypoint(script: string, env: Env): ChildProcess {
-  return spawn(process.execPath, [path.resolve(script)], {
+/** `detached`: leader of its own process group (for signals to the group); `output`: its stdout and stderr. */
+type SpawnOptions = { detached?: boolean; output?: (chunk: string) => void };
+
+function spawnEntrypoint(script: string, env: Env, opts: SpawnOptions = {}): ChildProcess {
+  const child = spawn(process.execPath, [path.resolve(script)], {
     env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', WORKER_METRICS_PORT: '0', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', opts.output ? 'pipe' : 'ignore', opts.output ? 'pipe' : 'inherit'],
+    detached: opts.detached ?? false,
   });
+  child.stdout?.on('data', (c) => opts.output?.(String(c)));
+  child.stderr?.on('data', (c) => opts.output?.(String(c)));
+  return child;
 }
 
 /** bin/worker.ts on a task queue (Temporal address: the test run's server unless given). */
@@ -23,12 +30,13 @@ export function spawnWorker(databaseUrl: string, taskQueue: string, env: Env = {
 }
 
 /** bin/api.ts on a port; resolves once /readyz answers 200. */
-export async function spawnApi(databaseUrl: string, taskQueue: string, port: number, env: Env = {}): Promise<ChildProcess> {
+export async function spawnApi(databaseUrl: string, taskQueue: string, port: number, env: Env = {}, opts: SpawnOptions = {}): Promise<ChildProcess> {
   const child = spawnEntrypoint('bin/api.ts', {
     DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_TASK_QUEUE: taskQueue,
     PORT: String(port), MCP_PORT: String(await freePort()), MIGRATE_ON_START: 'false', ...env,
-  });
-  const deadline = Date.now() + 60_000;
+  }, opts);
+  // Generous: a loaded machine (load 10+) starts a process in tens of seconds.
+  const deadline = Date.now() + 120_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`api exited with ${child.exitCode}`);
     const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
