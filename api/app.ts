@@ -95,8 +95,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Routes declare zod schemas (the type provider); every one also refuses control characters.
   app.setValidatorCompiler((route) => validatorCompiler({ ...route, schema: withoutControlCharacters(route.schema as ZodType) }));
   app.setSerializerCompiler(serializerCompiler);
+  // Closing (SIGTERM) ends idle keep-alive connections at once; a request in flight then is answered
+  // with `connection: close`, or its connection would hold the close open until the keep-alive ends.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) reply.header('connection', 'close');
   });
 
   await app.register(errorsPlugin);

@@ -221,35 +221,68 @@ function watchProcess(pid: number, opts: ExtractionPoolOptions, stop: (why: stri
   };
 }
 
+/**
+ * Replacing and closing the processes. tinypool reports a process that died without a task as an
+ * 'error' event: unheard, it would end this process. It replaces a ready process itself, but not once
+ * a process died while starting; with none left, a task queued for it would wait for the next task.
+ */
+function processLives(pool: Tinypool, logger?: Logger) {
+  let closing = false;
+  // A replacement in progress: it starts a new process when it ends, so closing waits for it.
+  let recycling: Promise<void> = Promise.resolve();
+  const recycle = () => {
+    recycling = pool.recycleWorkers().catch((err: unknown) => logger?.warn({ err }, 'extraction processes not replaced'));
+  };
+  pool.on('error', (err: unknown) => {
+    if (closing) return;
+    logger?.warn({ err, processes: pool.threads.map((t) => t.threadId) }, 'an idle extraction process ended unexpectedly; it is replaced');
+    if (pool.threads.length === 0) recycle();
+  });
+  return {
+    closing: () => closing,
+    /** Replaces the idle processes now and the busy ones after their task. */
+    recycle() {
+      if (!closing) recycle();
+    },
+    async close() {
+      closing = true;
+      await recycling;
+      const pids = pool.threads.map((t) => t.threadId);
+      const destroyed = pool.destroy();
+      // tinypool's SIGTERM is ignored by the processes; it would fall back to SIGKILL after a second.
+      for (const p of pids) killNow(p);
+      await destroyed;
+    },
+  };
+}
+
+/**
+ * `attempt`, again when its process died before the task started in it (while the process was
+ * starting or idle): the task never ran. A few times at most; then, or while closing, the task fails
+ * as ExtractionProcessLost.
+ */
+async function unlessNotStarted<T>(attempt: () => Promise<T>, closing: () => boolean, logger?: Logger): Promise<T> {
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!(err instanceof NotStarted)) throw err;
+      if (n === 3 || closing()) throw new ExtractionProcessLost({ cause: err });
+      logger?.warn({ err, attempt: n }, 'extraction process ended before its task started; trying another');
+    }
+  }
+}
+
 export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPool {
   const memoryBytes = opts.memoryMb * 1_048_576;
   const pool = processPool(opts);
   const slots = fairSlots(opts.processes);
-  let closing = false;
-  // A replacement in progress: it starts a new process when it ends, so closing waits for it.
-  let recycling: Promise<void> = Promise.resolve();
-  // tinypool reports a process that died without a task as an 'error' event: unheard, it would end
-  // this process. It replaces a ready process itself, but not once a process died while starting;
-  // with none left, a task queued for it would wait for the next task to come along.
-  pool.on('error', (err: unknown) => {
-    if (closing) return;
-    opts.logger?.warn({ err, processes: pool.threads.map((t) => t.threadId) }, 'an idle extraction process ended unexpectedly; it is replaced');
-    if (pool.threads.length === 0) recycling = pool.recycleWorkers().catch((e: unknown) => opts.logger?.warn({ err: e }, 'extraction processes not replaced'));
-  });
+  const lives = processLives(pool, opts.logger);
 
   async function run<T>(accountId: string, task: WireTask, source?: ByteSource): Promise<T> {
     await slots.acquire(accountId);
     try {
-      // A task whose process died before the task started in it (while the process was starting or
-      // idle) never ran: it goes to another process, a few times at most.
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await runNow<T>(task, source);
-        } catch (err) {
-          if (!(err instanceof NotStarted) || attempt === 3 || closing) throw err instanceof NotStarted ? new ExtractionProcessLost({ cause: err }) : err;
-          opts.logger?.warn({ err, kind: task.kind, attempt }, 'extraction process ended before its task started; trying another');
-        }
-      }
+      return await unlessNotStarted(() => runNow<T>(task, source), lives.closing, opts.logger);
     } finally {
       slots.release(accountId);
     }
@@ -261,11 +294,11 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
     let readFailed: unknown;
     let watch: ReturnType<typeof watchProcess> | undefined;
     let pid: number | undefined;
+    // tinypool asks the process to end with SIGTERM, which the processes ignore (see above): no grace.
+    const end = () => (abort.abort(), pid !== undefined && killNow(pid));
     const stop = (why: string) => {
       exceeded ??= why;
-      abort.abort();
-      // tinypool asks with SIGTERM, which the processes ignore (see above); over a limit, no grace.
-      if (pid !== undefined) killNow(pid);
+      end();
     };
     const parts = partsReceiver();
     let toProcess: ((message: BytesMessage) => void) | undefined;
@@ -277,8 +310,7 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
         toProcess?.({ cairnBytes: piece });
       } catch (err) {
         readFailed ??= err;
-        abort.abort();
-        if (pid !== undefined) killNow(pid);
+        end();
       }
     };
     const channel = {
@@ -293,10 +325,7 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
           return;
         }
         const started = (message as Partial<StartedMessage> | null)?.cairnExtractionStarted;
-        if (typeof started === 'number' && !watch) {
-          pid = started;
-          watch = watchProcess(started, opts, stop);
-        }
+        if (typeof started === 'number' && !watch) watch = watchProcess((pid = started), opts, stop);
       },
     };
     try {
@@ -323,9 +352,7 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       // Growth within the task, not the level: processes creep up over many small documents, and
       // replacing them for that costs a process start each time. OCR processes stay: their recogniser
       // is worth keeping, and they run in batches.
-      if (task.kind !== 'ocr' && (watch?.grewBytes() ?? 0) > memoryBytes / 8 && !closing) {
-        recycling = pool.recycleWorkers().catch((err: unknown) => opts.logger?.warn({ err }, 'extraction processes not replaced'));
-      }
+      if (task.kind !== 'ocr' && (watch?.grewBytes() ?? 0) > memoryBytes / 8) lives.recycle();
     }
   }
 
@@ -334,15 +361,7 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
     preview: (accountId, bytes, contentType, finalUrl, ocr) => run(accountId, { kind: 'preview', bytes, contentType, finalUrl, limits: opts.limits, ocr }),
     build: (accountId, { source, ...input }) => run(accountId, { kind: 'build', ...input, size: source.size, limits: opts.limits }, source),
     ocr: (accountId, bytes, pages) => run(accountId, { kind: 'ocr', bytes, pages }),
-    async close() {
-      closing = true;
-      await recycling;
-      const pids = pool.threads.map((t) => t.threadId);
-      const destroyed = pool.destroy();
-      // tinypool's SIGTERM is ignored by the processes; it would fall back to SIGKILL after a second.
-      for (const p of pids) killNow(p);
-      await destroyed;
-    },
+    close: () => lives.close(),
   };
 }
 
