@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ZodType } from 'zod';
 import type { Config } from '../platform/config.ts';
+import { AppError } from '../platform/errors.ts';
 import { withoutControlCharacters } from '../core/contracts/common.ts';
 import type { Orm } from '../platform/db/orm.ts';
 import type { ExtractionPool } from '../core/ingest/extraction/pool.ts';
@@ -73,6 +74,27 @@ export type AppDeps = {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
+/**
+ * JSON bodies read as bytes and decoded strictly: a byte sequence that is not UTF-8 would otherwise
+ * become U+FFFD and be stored as if it had been sent. 400 validation_error instead; the rest is
+ * Fastify's own parser (prototype poisoning refused).
+ */
+function strictJsonBodies(app: FastifyInstance) {
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      done(new AppError(400, 'validation_error', 'The request body is not valid UTF-8.'), undefined);
+      return;
+    }
+    parseJson(request, text, done);
+  });
+}
+
 /** Builds the HTTP API. All dependencies come in; nothing is created here. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -89,6 +111,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 512 },
     frameworkErrors,
   }).withTypeProvider<ZodTypeProvider>();
+  strictJsonBodies(app);
   // What every query of this process shares (its caches), given to the query routes and the MCP tool.
   const query = queryServices(deps.config, deps.searchIndex);
 
