@@ -27,6 +27,7 @@ import { Migration0026OauthClientExpiry } from './0026-oauth-client-expiry.ts';
 import { Migration0027ConnectedAppRedirectUris } from './0027-connected-app-redirect-uris.ts';
 import { Migration0028Embeddings } from './0028-embeddings.ts';
 import { Migration0029Ocr } from './0029-ocr.ts';
+import { Migration0032LabelNfc } from './0032-label-nfc.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -64,4 +65,5 @@ export const migrationsList = [
   { name: '0027-connected-app-redirect-uris', class: Migration0027ConnectedAppRedirectUris },
   { name: '0028-embeddings', class: Migration0028Embeddings },
   { name: '0029-ocr', class: Migration0029Ocr },
+  { name: '0032-label-nfc', class: Migration0032LabelNfc },
 ];
