@@ -2,7 +2,6 @@
 // (DATABASE_URL, or an embedded one), a real Temporal server on it with the Temporal UI, CLUSTER_APIS API
 // processes behind a local load balancer and CLUSTER_WORKERS workers. Every process the script started
 // is started again when it dies; Ctrl-C stops everything. README.md, Running a cluster.
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
@@ -14,7 +13,7 @@ import {
 } from '../runners/cluster/temporal.ts';
 import { loadConfig, type Config } from '../platform/config.ts';
 import { provideDatabase } from '../runners/local/infra.ts';
-import { assertPortFree } from '../runners/preflight.ts';
+import { assertPortFree, makeDataDir } from '../runners/preflight.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
 import { describeFailure, runMain, supervisorShutdown, waitFor } from '../platform/entrypoint.ts';
 import { temporalServing } from '../runners/temporal-server/dev-server.ts';
@@ -54,9 +53,7 @@ runMain(async () => {
   try {
     const apis = Array.from({ length: settings.apis }, (_, i): ApiSlot => ({ name: `api-${i + 1}`, ...layout.api(i) }));
     await assertPortsFree(layout, apis);
-    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-    const logs = path.join(config.dataDir, 'logs');
-    await mkdir(logs, { recursive: true });
+    const logs = await makeDataDir(config.dataDir);
     const cluster: Cluster = { config, settings, layout, logs, processes, shuttingDown };
 
     const db = await provideDatabase(config, { log: say });
