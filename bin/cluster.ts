@@ -9,7 +9,7 @@ import { startBalancer, type Balancer, type Upstream } from '../runners/cluster/
 import { clusterLayout, loadClusterSettings, type ClusterLayout } from '../runners/cluster/layout.ts';
 import { supervise, type Supervised } from '../runners/cluster/supervisor.ts';
 import {
-  ensureNamespace, resolveTemporalBinaries, setUpTemporalSchemas, temporalServerArgs, temporalServerEnv,
+  ensureNamespace, resolveTemporalBinaries, temporalUiCommand, setUpTemporalSchemas, temporalServerArgs, temporalServerEnv,
 } from '../runners/cluster/temporal.ts';
 import { loadConfig, type Config } from '../platform/config.ts';
 import { provideDatabase } from '../runners/local/infra.ts';
@@ -114,13 +114,9 @@ async function startTemporal(c: Cluster, databaseUrl: string, logger: Logger) {
   await waitFor(() => temporalServing(layout.temporalAddress), 120_000, 'the Temporal server', c.shuttingDown);
   await ensureNamespace(layout.temporalAddress, config.temporal.namespace, logger);
   say(`Temporal server ${layout.temporalAddress}, namespace ${config.temporal.namespace} with Cairn's search attributes`);
+  const ui = await temporalUiCommand(binaries, { temporalAddress: layout.temporalAddress, port: layout.temporalUi });
   processes.push(supervise({
-    name: 'temporal-ui', command: binaries.ui, args: ['--root', binaries.uiRoot, '--config', 'config', '--env', 'docker', 'start'],
-    // The temporalio/ui image's variables (docker-compose.yml's temporal-ui service).
-    env: {
-      ...process.env, TEMPORAL_ADDRESS: layout.temporalAddress, TEMPORAL_UI_PORT: String(layout.temporalUi),
-      TEMPORAL_DISABLE_WRITE_ACTIONS: 'true', TEMPORAL_CORS_ORIGINS: `http://127.0.0.1:${layout.temporalUi}`,
-    },
+    name: 'temporal-ui', command: ui.command, args: ui.args, env: { ...process.env, ...ui.env },
     logFile: path.join(logs, 'temporal-ui.log'), log: say,
   }));
 }
