@@ -24,9 +24,15 @@ export async function oauthProviderRoutes(app: FastifyInstance, opts: { provider
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
   const hide = { schema: { hide: true } };
+  // The provider builds its endpoints' URLs (discovery, redirects) from the request's host: a client
+  // could name any host. They are the configured public address's, whatever the request says.
+  const issuer = new URL(opts.provider.issuer);
   const handOver = (path: (url: string) => string) => async (request: FastifyRequest, reply: FastifyReply) => {
     reply.hijack();
     const raw = request.raw as IncomingMessage & { originalUrl?: string };
+    raw.headers.host = issuer.host;
+    delete raw.headers['x-forwarded-host'];
+    if (opts.provider.proxy) raw.headers['x-forwarded-proto'] = issuer.protocol.slice(0, -1);
     const url = raw.url ?? '/';
     raw.originalUrl = `${OAUTH_MOUNT}${path(url)}`;
     raw.url = path(url);
