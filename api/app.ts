@@ -138,7 +138,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { checks: deps.readiness });
   if (api) {
     await app.register(authRoutes, { config: deps.config });
-    await app.register(cliAuthRoutes, { config: deps.config });
+    await app.register(cliAuthRoutes, { config: deps.config, rateLimiter: deps.rateLimiter });
     await app.register(apiKeyRoutes);
     await app.register(overviewRoutes);
     await app.register(usageRoutes);

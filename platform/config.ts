@@ -13,6 +13,8 @@ export const DEFAULT_INGEST_SLOTS = 4;
 
 /** Dynamic OAuth client registrations per client address per hour (OAUTH_REGISTRATIONS_PER_HOUR). */
 export const DEFAULT_REGISTRATIONS_PER_HOUR = 20;
+/** CLI device codes created per client address per hour (CLI_DEVICE_CODES_PER_HOUR). */
+export const DEFAULT_DEVICE_CODES_PER_HOUR = 30;
 
 /**
  * The whole process configuration, read once from the environment by each entrypoint and passed down.
@@ -146,6 +148,7 @@ const envSchema = z.object({
   OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
   OAUTH_UNUSED_CLIENT_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24),
   OAUTH_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_REGISTRATIONS_PER_HOUR),
+  CLI_DEVICE_CODES_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_DEVICE_CODES_PER_HOUR),
   MIGRATE_ON_START: booleanFlag('true'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
@@ -225,6 +228,8 @@ export type Config = {
     cliSessionLifetimeMs: number;
     deviceCodeTtlMs: number;
     devicePollIntervalSeconds: number;
+    /** CLI device codes created per client address per hour (CLI_DEVICE_CODES_PER_HOUR). */
+    deviceCodesPerHour: number;
     loginFreeFailures: number;
     loginBackoffMaxMs: number;
     loginMaxFailuresPerAddress: number;
@@ -411,6 +416,7 @@ function authConfig(e: Env): Config['auth'] {
     cliSessionLifetimeMs: e.CLI_SESSION_LIFETIME_DAYS * 86_400_000,
     deviceCodeTtlMs: e.DEVICE_CODE_TTL_SECONDS * 1000,
     devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
+    deviceCodesPerHour: e.CLI_DEVICE_CODES_PER_HOUR,
     loginFreeFailures: e.LOGIN_FREE_FAILURES,
     loginBackoffMaxMs: e.LOGIN_BACKOFF_MAX_SECONDS * 1000,
     loginMaxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS,
