@@ -105,6 +105,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     bodyLimit: 1_048_576,
+    // A request (headers and body) must arrive whole within this: a client trickling a body, or
+    // stopping half-way, does not hold its connection (and the route waiting for the body) for ever.
+    requestTimeout: deps.config.requestTimeoutMs,
     // Client addresses (sign-in throttling, registration limits) from X-Forwarded-For only via trusted hops.
     trustProxy: deps.config.trustProxy,
     // Labels travel in paths (peers, sessions); longer segments get 414 in the envelope.

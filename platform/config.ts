@@ -151,6 +151,7 @@ const envSchema = z.object({
   CLI_DEVICE_CODES_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_DEVICE_CODES_PER_HOUR),
   MIGRATE_ON_START: booleanFlag('true'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+  REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   METRICS_OPEN: booleanFlag('false'),
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
@@ -222,6 +223,8 @@ export type Config = {
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   migrateOnStart: boolean;
   shutdownTimeoutMs: number;
+  /** A request (headers and body) must have arrived within this (REQUEST_TIMEOUT_SECONDS), or 408. */
+  requestTimeoutMs: number;
   auth: {
     sessionLifetimeMs: number;
     sessionIdleMs: number;
@@ -312,15 +315,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     databaseUrl: e.DATABASE_URL,
     dataDir: path.resolve(cwd, e.DATA_DIR),
     embeddedPostgresPort: e.EMBEDDED_POSTGRES_PORT,
-    temporal: {
-      address: e.TEMPORAL_ADDRESS,
-      namespace: e.TEMPORAL_NAMESPACE,
-      taskQueue: e.TEMPORAL_TASK_QUEUE,
-      devPort: e.TEMPORAL_DEV_PORT,
-      uiPort: e.TEMPORAL_UI_PORT,
-      uiUrl: e.TEMPORAL_UI_URL,
-      cli: e.TEMPORAL_CLI,
-    },
+    temporal: temporalConfig(e),
     host: e.HOST,
     trustProxy: e.TRUST_PROXY,
     port: e.PORT,
@@ -333,6 +328,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel: e.LOG_LEVEL,
     migrateOnStart: e.MIGRATE_ON_START,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_SECONDS * 1000,
     auth: authConfig(e),
     metering: {
       settlementGraceMs: e.SETTLEMENT_GRACE_SECONDS * 1000,
@@ -407,6 +403,18 @@ function parseEnv(env: NodeJS.ProcessEnv): Env {
     ]);
   }
   return e;
+}
+
+function temporalConfig(e: Env): Config['temporal'] {
+  return {
+    address: e.TEMPORAL_ADDRESS,
+    namespace: e.TEMPORAL_NAMESPACE,
+    taskQueue: e.TEMPORAL_TASK_QUEUE,
+    devPort: e.TEMPORAL_DEV_PORT,
+    uiPort: e.TEMPORAL_UI_PORT,
+    uiUrl: e.TEMPORAL_UI_URL,
+    cli: e.TEMPORAL_CLI,
+  };
 }
 
 function authConfig(e: Env): Config['auth'] {
