@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../core/auth/accounts.ts';
 import { createApiKey } from '../../core/auth/api-keys.ts';
@@ -8,7 +8,7 @@ import { loadConfig } from '../../platform/config.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { freePort } from '../helpers/ephemeral.ts';
 import { nestedDivs } from '../helpers/hostile-files.ts';
-import { spawnApi } from '../helpers/processes.ts';
+import { extractionProcessesOf, spawnApi } from '../helpers/processes.ts';
 import { uniqueTaskQueue } from '../helpers/services.ts';
 
 // The API's extraction processes die as the kernel's OOM killer or an operator ends them (SIGKILL), idle
@@ -51,18 +51,8 @@ const small = Buffer.from('# Kestrel\n\nKestrel launched in 2024 under Ana Smith
 // Legal but slow to preview: about 4 s of one core on an idle machine.
 const slow = nestedDivs(2_400_000);
 
-/** The API's extraction processes (its tinypool children, running), from /proc. */
-async function extractionProcesses(): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    const cmd = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(fields[1]) === api.pid && fields[0] !== 'Z' && cmd.includes('tinypool')) pids.push(Number(entry));
-  }
-  return pids;
-}
+/** The API's extraction processes. */
+const extractionProcesses = () => extractionProcessesOf(api.pid!);
 
 /** CPU time of a process in clock ticks (user + system), 0 once it is gone. */
 async function cpuTicks(pid: number): Promise<number> {

@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
@@ -58,4 +59,17 @@ export async function kill(child: ChildProcess): Promise<void> {
 export function threadNices(pid: number): number[] {
   const out = spawnSync('ps', ['-L', '-o', 'ni=', '-p', String(pid)], { encoding: 'utf8' }).stdout;
   return out.split('\n').map((l) => l.trim()).filter(Boolean).map(Number);
+}
+
+/** The extraction processes (tinypool children) of process `parent` that are running (not zombies), from /proc. */
+export async function extractionProcessesOf(parent: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const cmd = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[1]) === parent && fields[0] !== 'Z' && cmd.includes('tinypool')) pids.push(Number(entry));
+  }
+  return pids;
 }
