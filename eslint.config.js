@@ -18,10 +18,11 @@ export const LAYERS = [
   { folder: 'activities', may: ['core', 'platform'], says: 'thin, idempotent adapters over core' },
   { folder: 'core', may: ['platform'], says: 'the domain: decisions, with their SQL in *.queries.ts' },
   { folder: 'platform', may: [], says: 'config, errors, logging, ids, database access, ops, safe fetch' },
+  { folder: 'packages', may: [], says: 'client libraries, published on their own: HTTP clients of the API' },
 ];
 
 /** The top-level source folders; cli has two rows (its commands differ in reach). */
-const TOP = ['bin', 'cli', 'api', 'runners', 'temporal', 'workflows', 'activities', 'core', 'platform'];
+const TOP = ['bin', 'cli', 'api', 'runners', 'temporal', 'workflows', 'activities', 'core', 'platform', 'packages'];
 const filesOf = (folder) => [`${folder}/**/*.ts`, `${folder}.ts`, ...(folder === 'cli/cairn' ? ['cli/lib/**/*.ts'] : [])];
 
 /** The import patterns a row forbids: every top folder it does not name (a named sub-folder opens only it). */

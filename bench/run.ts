@@ -1,6 +1,7 @@
 // `npm run bench [-- <name>...] [--quick]`: runs the named benchmarks (all by default), prints their
 // results and stores them in docs/benchmarks.json, regenerating docs/benchmarks.md. Results of
-// benchmarks not run this time are kept. `--quick` runs everything once and briefly and writes nothing.
+// benchmarks not run this time are kept. `--quick` runs everything once and briefly and writes nothing;
+// `--render` runs nothing and only regenerates docs/benchmarks.md from docs/benchmarks.json.
 import { benchmarks } from './benchmarks/index.ts';
 import type { Benchmark } from './lib/benchmark.ts';
 import { Infra, log } from './lib/infra.ts';
@@ -9,12 +10,13 @@ import { renderSection, saveResults, type BenchmarkResult } from './lib/results.
 
 function usage(): string {
   return [
-    'usage: npm run bench [-- <name>...] [--quick]',
+    'usage: npm run bench [-- <name>...] [--quick | --render]',
     '',
     'benchmarks:',
     ...benchmarks.map((b) => `  ${b.name.padEnd(10)} ${b.title}`),
     '',
     '  --quick   one short run of each measurement, to check the harness; results are not written',
+    '  --render  run nothing: regenerate docs/benchmarks.md from docs/benchmarks.json',
   ].join('\n');
 }
 
@@ -22,6 +24,11 @@ async function main(): Promise<number> {
   const args = process.argv.slice(2);
   if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(`${usage()}\n`);
+    return 0;
+  }
+  if (args.includes('--render')) {
+    await saveResults([], benchmarks.map((b) => b.name));
+    log('docs/benchmarks.md regenerated from docs/benchmarks.json');
     return 0;
   }
   const quick = args.includes('--quick');

@@ -1,7 +1,7 @@
 // `npm run cluster`: the production shape on one machine (docker-compose.yml without Docker): PostgreSQL
 // (DATABASE_URL, or an embedded one), a real Temporal server on it with the Temporal UI, CLUSTER_APIS API
 // processes behind a local load balancer and CLUSTER_WORKERS workers. Every process the script started
-// is started again when it dies; Ctrl-C stops everything. README.md, Running a cluster.
+// is started again when it dies; Ctrl-C stops everything. docs/operations.md, Production shape.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureConsoleBuilt } from '../api/console/build.ts';

@@ -18,7 +18,7 @@ export const DEFAULT_DEVICE_CODES_PER_HOUR = 30;
 
 /**
  * The whole process configuration, read once from the environment by each entrypoint and passed down.
- * Every variable is documented in the README configuration table; keep the two in step.
+ * Every variable is described in settingGroups below, which docs/configuration.md is generated from.
  */
 
 const port = z.coerce.number().int().min(1).max(65535);
@@ -76,105 +76,212 @@ const booleanFlag = (fallback: 'true' | 'false') =>
     .default(fallback)
     .transform((v) => v === 'true' || v === '1');
 
-const envSchema = z.object({
-  DATABASE_URL: optionalString.pipe(
-    z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
-      .optional(),
-  ),
-  DATA_DIR: z.string().trim().min(1).default('.data'),
-  EMBEDDED_POSTGRES_PORT: port.default(54329),
-  TEMPORAL_ADDRESS: optionalString.pipe(
-    z
-      .string()
-      .regex(/^[^\s:/]+:\d{1,5}$/, 'must be host:port, for example 127.0.0.1:7233')
-      .optional(),
-  ),
-  TEMPORAL_NAMESPACE: z.string().trim().min(1).default('default'),
-  TEMPORAL_TASK_QUEUE: z.string().trim().min(1).default('cairn'),
-  TEMPORAL_DEV_PORT: port.default(7233),
-  TEMPORAL_UI_PORT: port.default(8233),
-  TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
-  TEMPORAL_CLI: optionalString,
-  HOST: z.string().trim().min(1).default('127.0.0.1'),
-  TRUST_PROXY: trustProxy,
-  PORT: port.default(8080),
-  MCP_PORT: port.default(8081),
-  PUBLIC_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-  ALLOWED_ORIGINS: originList,
-  INGEST_URL_ALLOWLIST: originList,
-  INGEST_FETCH_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
-  INGEST_HEARTBEAT_TIMEOUT_SECONDS: z.coerce.number().int().min(2).max(3600).default(120),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  SESSION_LIFETIME_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(168),
-  SESSION_IDLE_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24),
-  CLI_SESSION_LIFETIME_DAYS: z.coerce.number().int().min(1).max(365).default(30),
-  DEVICE_CODE_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(600),
-  DEVICE_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(60).default(5),
-  LOGIN_FREE_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
-  LOGIN_BACKOFF_MAX_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
-  LOGIN_MAX_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(10000).default(50),
-  LOGIN_THROTTLE_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
-  ACCOUNT_DELETION_WAIT_MS: z.coerce.number().int().min(1000).max(300_000).default(20_000),
-  DEFAULT_MONTHLY_CREDITS: z.coerce.number().int().min(0).default(1000),
-  DEFAULT_ONBOARDING_CREDITS: z.coerce.number().int().min(0).default(100),
-  DEFAULT_QUERY_DAILY_LIMIT: z.coerce.number().int().min(0).default(1000),
-  DEFAULT_INGEST_DAILY_LIMIT: z.coerce.number().int().min(0).default(200),
-  DEFAULT_QUERY_MONTHLY_LIMIT: z.coerce.number().int().min(0).default(20_000),
-  DEFAULT_INGEST_MONTHLY_LIMIT: z.coerce.number().int().min(0).default(4000),
-  SETTLEMENT_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
-  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
-  WORKER_INGEST_SLOTS: z.coerce.number().int().min(1).max(200).default(DEFAULT_INGEST_SLOTS),
-  WORKER_MEMORY_SLOTS: z.coerce.number().int().min(1).max(200).default(4),
-  WORKER_MAINTENANCE_SLOTS: z.coerce.number().int().min(1).max(200).default(2),
-  EXTRACTION_PROCESSES: z.coerce.number().int().min(1).max(64).default(2),
-  EXTRACTION_CPU_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
-  EXTRACTION_MEMORY_MB: z.coerce.number().int().min(128).max(65_536).default(1024),
-  INGEST_MAX_PDF_PAGES: z.coerce.number().int().min(1).max(1_000_000).default(2000),
-  INGEST_MAX_EXPANSION: z.coerce.number().int().min(1).max(10_000).default(20),
-  INGEST_MAX_RECORDS_PER_KB: z.coerce.number().int().min(1).max(100_000).default(128),
-  FREE_WORK_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(2),
-  OCR_CREDITS_PER_PAGE: z.coerce.number().int().min(0).max(10_000).default(1),
-  OCR_PREVIEW_MAX_PAGES: z.coerce.number().int().min(0).max(100_000).default(20),
-  OCR_PREVIEW_DAILY_PAGES: z.coerce.number().int().min(0).max(10_000_000).default(200),
-  OCR_PREVIEW_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
-  OCR_PREVIEW_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24),
-  BACKGROUND_NICE: z.coerce.number().int().min(0).max(19).default(10),
-  MCP_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-  MCP_LOCAL_DEV_ORIGINS: booleanFlag('false'),
-  MCP_AUTH_ISSUER: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-  OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
-  OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
-  OAUTH_UNUSED_CLIENT_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24),
-  OAUTH_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_REGISTRATIONS_PER_HOUR),
-  CLI_DEVICE_CODES_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_DEVICE_CODES_PER_HOUR),
-  MIGRATE_ON_START: booleanFlag('true'),
-  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
-  REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
-  METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
-  METRICS_OPEN: booleanFlag('false'),
-  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
-  QUERY_IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24),
-  QUERY_INDEX_MAX_MB: z.coerce.number().int().min(0).max(1_048_576).default(256),
-  ANSWER_PROVIDER: z.enum(['builtin', 'openai', 'disabled']).default('builtin'),
-  ANSWER_PROVIDER_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-  ANSWER_PROVIDER_MODEL: optionalString,
-  ANSWER_PROVIDER_API_KEY: optionalString,
-  ANSWER_PROVIDER_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
-  ANSWER_PROVIDER_MAX_CREDITS: z.coerce.number().int().min(0).max(1000).default(2),
-  ANSWER_PROVIDER_TOKENS_PER_CREDIT: z.coerce.number().int().min(1).default(2000),
-  MEMORY_DERIVER_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-  MEMORY_DERIVER_MODEL: optionalString,
-  MEMORY_DERIVER_API_KEY: optionalString,
-  MEMORY_DERIVER_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
-  EMBEDDINGS_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-  EMBEDDINGS_MODEL: optionalString,
-  EMBEDDINGS_API_KEY: optionalString,
-  EMBEDDINGS_DIMENSIONS: z.coerce.number().int().min(8).max(8192).optional(),
-  EMBEDDINGS_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(10),
-  EMBEDDINGS_BATCH_SIZE: z.coerce.number().int().min(1).max(2048).default(64),
-});
+/**
+ * The settings, grouped by the component that reads them. Each one's `.describe()` text is its one line
+ * in docs/configuration.md, which `npm run docs:config` writes from these groups (a unit test keeps the
+ * file in step).
+ */
+export const settingGroups = {
+  'Database': {
+    DATABASE_URL: optionalString
+      .pipe(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL').optional())
+      .describe('`postgres://` URL of the database; unset, `npm start` runs an embedded PostgreSQL. Required by `npm run api` and `npm run worker`.'),
+    DATA_DIR: z.string().trim().min(1).default('.data')
+      .describe("Local state of `npm start`: the embedded PostgreSQL's data and the Temporal dev server's SQLite file."),
+    EMBEDDED_POSTGRES_PORT: port.default(54329).describe('Port of the embedded PostgreSQL (localhost only).'),
+    MIGRATE_ON_START: booleanFlag('true')
+      .describe('Whether `npm run api` applies pending migrations at start-up (under an advisory lock, safe with replicas).'),
+  },
+  'Temporal': {
+    TEMPORAL_ADDRESS: optionalString
+      .pipe(z.string().regex(/^[^\s:/]+:\d{1,5}$/, 'must be host:port, for example 127.0.0.1:7233').optional())
+      .describe('`host:port` of the Temporal frontend; unset, `npm start` runs the dev server. Required by `npm run api` and `npm run worker`.'),
+    TEMPORAL_NAMESPACE: z.string().trim().min(1).default('default')
+      .describe('Temporal namespace; the dev server registers it when it is not `default`.'),
+    TEMPORAL_TASK_QUEUE: z.string().trim().min(1).default('cairn')
+      .describe('Base name of the task queues: `<name>-memory`, `<name>-ingest` and `<name>` (maintenance); workers poll all three.'),
+    TEMPORAL_DEV_PORT: port.default(7233).describe('Port of the dev server `npm start` runs.'),
+    TEMPORAL_UI_PORT: port.default(8233).describe("Port of the dev server's Web UI."),
+    TEMPORAL_UI_URL: optionalString.pipe(z.url().optional())
+      .describe('Address of an external Temporal UI, printed by `npm start` when `TEMPORAL_ADDRESS` is set.'),
+    TEMPORAL_CLI: optionalString
+      .describe('Path to a `temporal` binary, tried before `PATH`, the Go bin folder and a `go install` build.'),
+  },
+  'HTTP listeners': {
+    HOST: z.string().trim().min(1).default('127.0.0.1')
+      .describe('Interface the API, MCP and worker metrics listeners bind to (`0.0.0.0` in containers).'),
+    PORT: port.default(8080).describe('API port.'),
+    MCP_PORT: port.default(8081).describe('MCP listener port.'),
+    PUBLIC_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional())
+      .describe("The API's public address (links, OAuth issuer, cookies' Secure flag); unset, `http://127.0.0.1:<PORT>`."),
+    ALLOWED_ORIGINS: originList
+      .describe('Comma-separated browser origins allowed to make session-authenticated writes; unset, the origin of `PUBLIC_BASE_URL`.'),
+    TRUST_PROXY: trustProxy
+      .describe('Proxies whose `X-Forwarded-For` gives the client address: addresses, CIDR ranges or `loopback`/`linklocal`/`uniquelocal`; `true` is refused.'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')
+      .describe('pino log level; logs are JSON with secrets redacted.'),
+    SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000)
+      .describe('How long a process may drain on SIGTERM before it exits hard.'),
+    REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(120)
+      .describe('A request (headers and body) must have arrived within this, or 408 and the connection closed (checked every 30 s); 120 s lets a 50 MB upload take 0.6 MB/s.'),
+  },
+  'Sign-in and sessions': {
+    SESSION_LIFETIME_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(168).describe('Browser session lifetime.'),
+    SESSION_IDLE_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24).describe('A browser session unused this long ends.'),
+    CLI_SESSION_LIFETIME_DAYS: z.coerce.number().int().min(1).max(365).default(30).describe('CLI session token lifetime.'),
+    DEVICE_CODE_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(600)
+      .describe('How long a CLI device code can be approved and exchanged.'),
+    DEVICE_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(60).default(5)
+      .describe('Poll interval given to CLI clients; faster polls get 429 `slow_down`.'),
+    CLI_DEVICE_CODES_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_DEVICE_CODES_PER_HOUR)
+      .describe('CLI device codes created per client address per hour (asking needs no credential); then 429 `rate_limited`.'),
+    LOGIN_FREE_FAILURES: z.coerce.number().int().min(1).max(1000).default(5)
+      .describe('Failed sign-ins of one account from one address before that pair waits (1 s, 2 s, 4 s, ...); other addresses are unaffected.'),
+    LOGIN_BACKOFF_MAX_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900).describe('The longest such wait.'),
+    LOGIN_MAX_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(10000).default(50)
+      .describe('Failed sign-ins from one address (any accounts) before it waits `LOGIN_THROTTLE_WINDOW_MINUTES`.'),
+    LOGIN_THROTTLE_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15)
+      .describe('That wait; also how long a quiet pair or address takes to be forgotten.'),
+    ACCOUNT_DELETION_WAIT_MS: z.coerce.number().int().min(1000).max(300_000).default(20_000)
+      .describe('How long `DELETE /v1/account` waits for the deletion workflow before answering 503 `account_deletion_pending`.'),
+  },
+  'MCP and OAuth': {
+    MCP_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional())
+      .describe("The MCP listener's public address ({mcp_url}, the OAuth resource); unset, `http://127.0.0.1:<MCP_PORT>/`."),
+    MCP_LOCAL_DEV_ORIGINS: booleanFlag('false')
+      .describe('`true` admits loopback Origins at the MCP endpoint when `HOST` is not loopback (local development only).'),
+    MCP_AUTH_ISSUER: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional())
+      .describe('Issuer of an external identity provider for MCP OAuth; unset, the built-in server at `PUBLIC_BASE_URL/oauth`.'),
+    OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600)
+      .describe('Lifetime of MCP OAuth access tokens (built-in server).'),
+    OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30)
+      .describe('Lifetime of refresh tokens and grants (built-in server); refresh tokens rotate on use.'),
+    OAUTH_UNUSED_CLIENT_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24)
+      .describe('A registered OAuth client never authorized is forgotten after this.'),
+    OAUTH_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_REGISTRATIONS_PER_HOUR)
+      .describe('Dynamic client registrations per client address per hour.'),
+  },
+  'Credits, quotas and limits': {
+    DEFAULT_MONTHLY_CREDITS: z.coerce.number().int().min(0).default(1000).describe('Monthly credit allowance of new accounts.'),
+    DEFAULT_ONBOARDING_CREDITS: z.coerce.number().int().min(0).default(100).describe('One-time credits of new accounts.'),
+    DEFAULT_QUERY_DAILY_LIMIT: z.coerce.number().int().min(0).default(1000).describe('Queries per UTC day of new accounts.'),
+    DEFAULT_INGEST_DAILY_LIMIT: z.coerce.number().int().min(0).default(200).describe('Live ingests per UTC day of new accounts.'),
+    DEFAULT_QUERY_MONTHLY_LIMIT: z.coerce.number().int().min(0).default(20_000).describe('Queries per UTC month of new accounts.'),
+    DEFAULT_INGEST_MONTHLY_LIMIT: z.coerce.number().int().min(0).default(4000).describe('Live ingests per UTC month of new accounts.'),
+    SETTLEMENT_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300)
+      .describe("Age after which the worker's sweeper settles a credit reservation the API left open."),
+    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600)
+      .describe('Authenticated requests per account per minute, across all credentials and API processes.'),
+    FREE_WORK_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(2)
+      .describe('Dry runs and memory reads one account may have in flight in one API process; more get 429 `rate_limited`.'),
+  },
+  'Ingest and extraction': {
+    INGEST_URL_ALLOWLIST: originList
+      .describe('Comma-separated origins URL ingest may fetch although local or private (test fixtures; keep empty in production).'),
+    INGEST_FETCH_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30)
+      .describe('Time limit for fetching one URL, all redirect hops included.'),
+    INGEST_HEARTBEAT_TIMEOUT_SECONDS: z.coerce.number().int().min(2).max(3600).default(120)
+      .describe('An ingest step whose worker stops heartbeating this long is retried on another worker.'),
+    EXTRACTION_PROCESSES: z.coerce.number().int().min(1).max(64).default(2)
+      .describe('Extraction processes per API or worker process (untrusted parsing never runs on an event loop); about one per core.'),
+    EXTRACTION_CPU_SECONDS: z.coerce.number().int().min(1).max(3600).default(60)
+      .describe('CPU time one extraction may use; past it the process is killed and the job fails naming the limit.'),
+    EXTRACTION_MEMORY_MB: z.coerce.number().int().min(128).max(65_536).default(1024)
+      .describe('Resident memory one extraction process may reach; past it the process is killed and the job fails.'),
+    INGEST_MAX_PDF_PAGES: z.coerce.number().int().min(1).max(1_000_000).default(2000).describe('Pages a PDF may have.'),
+    INGEST_MAX_EXPANSION: z.coerce.number().int().min(1).max(10_000).default(20)
+      .describe('How many times its size a source may expand (inflated PDF streams: at least 64 MB; text and records: at least 4 MiB).'),
+    INGEST_MAX_RECORDS_PER_KB: z.coerce.number().int().min(1).max(100_000).default(128)
+      .describe('Records a source may make per KB of input (at least 5,000).'),
+  },
+  'OCR': {
+    OCR_CREDITS_PER_PAGE: z.coerce.number().int().min(0).max(10_000).default(1)
+      .describe('Credits one scanned PDF page costs to recognise, in previews and live jobs alike.'),
+    OCR_PREVIEW_MAX_PAGES: z.coerce.number().int().min(0).max(100_000).default(20)
+      .describe('Pages one preview may OCR, else 402 `processing_budget_exceeded` (an account may have its own, `admin -- limits set`).'),
+    OCR_PREVIEW_DAILY_PAGES: z.coerce.number().int().min(0).max(10_000_000).default(200)
+      .describe("Pages one account's previews may OCR per UTC day (an account may have its own)."),
+    OCR_PREVIEW_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(120)
+      .describe("How long a preview's OCR may run; past it the preview is 502 `processing_interrupted`."),
+    OCR_PREVIEW_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24)
+      .describe("How long a preview's recognised text is kept, so queueing the same bytes is not charged again."),
+  },
+  'Worker': {
+    WORKER_INGEST_SLOTS: z.coerce.number().int().min(1).max(200).default(DEFAULT_INGEST_SLOTS)
+      .describe('Ingest activities (fetches, builds) one worker process runs at once.'),
+    WORKER_MEMORY_SLOTS: z.coerce.number().int().min(1).max(200).default(4)
+      .describe('Memory event batches one worker process runs at once.'),
+    WORKER_MAINTENANCE_SLOTS: z.coerce.number().int().min(1).max(200).default(2)
+      .describe('Settlement sweeps and deletions one worker process runs at once.'),
+    BACKGROUND_NICE: z.coerce.number().int().min(0).max(19).default(10)
+      .describe("Nice value of the worker (0 = unchanged), so background work yields the cores to requests; extraction runs at 19."),
+  },
+  'Metrics': {
+    METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional())
+      .describe('Bearer token (16+ characters) a Prometheus scraper sends to `GET /metrics` of the API and the worker.'),
+    METRICS_OPEN: booleanFlag('false')
+      .describe('`true` serves metrics to anyone who reaches them; with neither this nor a token, scrapes get 403.'),
+    WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464)
+      .describe("Port of the worker's `GET /metrics`; `0` turns it off."),
+  },
+  'Query and answers': {
+    QUERY_IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24)
+      .describe('How long a completed query replays for its key; later the key is 409 `idempotency_expired`.'),
+    QUERY_INDEX_MAX_MB: z.coerce.number().int().min(0).max(1_048_576).default(256)
+      .describe("Memory per API process for in-memory copies of accounts' search indexes (least recently used go first; `0` = off)."),
+    ANSWER_PROVIDER: z.enum(['builtin', 'openai', 'disabled']).default('builtin')
+      .describe('`builtin` (extractive), `openai` (an OpenAI-compatible chat model, citations checked) or `disabled`.'),
+    ANSWER_PROVIDER_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional())
+      .describe('Base URL of the OpenAI-compatible API; required with `openai`.'),
+    ANSWER_PROVIDER_MODEL: optionalString.describe('Model name sent to the provider; required with `openai`.'),
+    ANSWER_PROVIDER_API_KEY: optionalString.describe('Bearer key for the provider (never logged).'),
+    ANSWER_PROVIDER_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30)
+      .describe('Provider call deadline; a timeout is `execution: degraded`.'),
+    ANSWER_PROVIDER_MAX_CREDITS: z.coerce.number().int().min(0).max(1000).default(2)
+      .describe('Provider-work credits reserved per answer on top of the base credit; the unused part is refunded.'),
+    ANSWER_PROVIDER_TOKENS_PER_CREDIT: z.coerce.number().int().min(1).default(2000)
+      .describe('Provider tokens one credit pays for.'),
+  },
+  'Embeddings': {
+    EMBEDDINGS_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional())
+      .describe('OpenAI-compatible API whose `/embeddings` makes vectors; unset, retrieval ranks by words only.'),
+    EMBEDDINGS_MODEL: optionalString
+      .describe('Model name; required with `EMBEDDINGS_BASE_URL`. Vectors of another model are never compared.'),
+    EMBEDDINGS_API_KEY: optionalString.describe('Bearer key for that API (never logged).'),
+    EMBEDDINGS_DIMENSIONS: z.coerce.number().int().min(8).max(8192).optional()
+      .describe('`dimensions` sent to the API (4 bytes per dimension per vector stored).'),
+    EMBEDDINGS_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(10)
+      .describe('Deadline of one call; a query that cannot embed its question ranks by words (`semantic_unavailable`).'),
+    EMBEDDINGS_BATCH_SIZE: z.coerce.number().int().min(1).max(2048).default(64).describe('Texts per provider call.'),
+  },
+  'Reranking': {
+    RERANK_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional())
+      .describe('API speaking the common rerank protocol (`POST {url}/rerank`); unset, the lexical order stands.'),
+    RERANK_MODEL: optionalString.describe('Model name; required with `RERANK_BASE_URL`.'),
+    RERANK_API_KEY: optionalString.describe('Bearer key for that API (never logged).'),
+    RERANK_TOP_N: z.coerce.number().int().min(2).max(100).default(20)
+      .describe("An accuracy query's best hits the provider reorders."),
+    RERANK_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(60).default(5)
+      .describe('Deadline of one call; past it, the lexical order stands (`rerank_unavailable`).'),
+  },
+  'Memory': {
+    MEMORY_DERIVER_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional())
+      .describe('OpenAI-compatible API whose `/chat/completions` derives memory claims; unset, the built-in rules.'),
+    MEMORY_DERIVER_MODEL: optionalString.describe('Model name sent to that API; unset, `gpt-4o-mini`.'),
+    MEMORY_DERIVER_API_KEY: optionalString.describe('Bearer key for that API (never logged).'),
+    MEMORY_DERIVER_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30)
+      .describe('Timeout of one deriver call; failures are retried five times before the event fails.'),
+  },
+};
+
+/** Every group's settings in one object type (the groups' shapes intersected). */
+type AllSettings = (typeof settingGroups)[keyof typeof settingGroups] extends infer G
+  ? (G extends unknown ? (x: G) => void : never) extends (x: infer I) => void
+    ? I
+    : never
+  : never;
+
+const envSchema = z.object(Object.assign({}, ...Object.values(settingGroups)) as AllSettings);
 
 /** The answer provider (ANSWER_PROVIDER_*): the built-in extractive answerer, none, or an OpenAI-compatible model. */
 export type AnswerConfig =
@@ -193,6 +300,9 @@ export type AnswerConfig =
 
 /** How far one source may expand when extracted (INGEST_MAX_*), relative to its size. */
 export type IngestLimits = { maxPdfPages: number; maxExpansion: number; maxRecordsPerKb: number };
+
+/** The optional rerank provider (RERANK_*): core/retrieval/rerank.ts. */
+export type RerankConfig = { baseUrl: string; model: string; apiKey?: string; topN: number; timeoutMs: number };
 
 /** The optional OpenAI-compatible embeddings provider (EMBEDDINGS_*). */
 export type EmbeddingsConfig = { baseUrl: string; model: string; apiKey?: string; dimensions?: number; timeoutMs: number; batchSize: number };
@@ -285,6 +395,7 @@ export type Config = {
   memory: { deriver: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number } | null };
   /** The optional OpenAI-compatible embeddings provider (null = retrieval is lexical only). */
   embeddings: EmbeddingsConfig | null;
+  rerank: RerankConfig | null;
   accountDefaults: {
     monthlyCredits: number;
     onboardingCredits: number;
@@ -360,12 +471,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       indexMaxBytes: e.QUERY_INDEX_MAX_MB * 1024 * 1024,
       answer: answerConfig(e),
     },
-    embeddings: e.EMBEDDINGS_BASE_URL
-      ? {
-          baseUrl: e.EMBEDDINGS_BASE_URL, model: e.EMBEDDINGS_MODEL!, apiKey: e.EMBEDDINGS_API_KEY, dimensions: e.EMBEDDINGS_DIMENSIONS,
-          timeoutMs: e.EMBEDDINGS_TIMEOUT_SECONDS * 1000, batchSize: e.EMBEDDINGS_BATCH_SIZE,
-        }
-      : null,
+    ...retrievalProviders(e),
     memory: {
       deriver: e.MEMORY_DERIVER_BASE_URL
         ? { baseUrl: e.MEMORY_DERIVER_BASE_URL, model: e.MEMORY_DERIVER_MODEL ?? 'gpt-4o-mini', apiKey: e.MEMORY_DERIVER_API_KEY, timeoutMs: e.MEMORY_DERIVER_TIMEOUT_SECONDS * 1000 }
@@ -394,8 +500,8 @@ function parseEnv(env: NodeJS.ProcessEnv): Env {
     );
   }
   const e = parsed.data;
-  if (e.EMBEDDINGS_BASE_URL && !e.EMBEDDINGS_MODEL) {
-    throw new ConfigError([{ variable: 'EMBEDDINGS_MODEL', message: 'is required when EMBEDDINGS_BASE_URL is set' }]);
+  for (const [url, model] of [['EMBEDDINGS_BASE_URL', 'EMBEDDINGS_MODEL'], ['RERANK_BASE_URL', 'RERANK_MODEL']] as const) {
+    if (e[url] && !e[model]) throw new ConfigError([{ variable: model, message: `is required when ${url} is set` }]);
   }
   if (e.ANSWER_PROVIDER === 'openai' && (!e.ANSWER_PROVIDER_URL || !e.ANSWER_PROVIDER_MODEL)) {
     throw new ConfigError([
@@ -452,6 +558,21 @@ function oauthConfig(e: Env, publicBaseUrl: string): Config['oauth'] {
     refreshTokenTtlSeconds: e.OAUTH_REFRESH_TOKEN_TTL_DAYS * 86_400,
     unusedClientTtlSeconds: e.OAUTH_UNUSED_CLIENT_TTL_HOURS * 3600,
     registrationsPerHour: e.OAUTH_REGISTRATIONS_PER_HOUR,
+  };
+}
+
+/** The optional providers of retrieval: embeddings (EMBEDDINGS_*) and reranking (RERANK_*). */
+function retrievalProviders(e: Env): { embeddings: EmbeddingsConfig | null; rerank: RerankConfig | null } {
+  return {
+    embeddings: e.EMBEDDINGS_BASE_URL
+      ? {
+          baseUrl: e.EMBEDDINGS_BASE_URL, model: e.EMBEDDINGS_MODEL!, apiKey: e.EMBEDDINGS_API_KEY, dimensions: e.EMBEDDINGS_DIMENSIONS,
+          timeoutMs: e.EMBEDDINGS_TIMEOUT_SECONDS * 1000, batchSize: e.EMBEDDINGS_BATCH_SIZE,
+        }
+      : null,
+    rerank: e.RERANK_BASE_URL
+      ? { baseUrl: e.RERANK_BASE_URL, model: e.RERANK_MODEL!, apiKey: e.RERANK_API_KEY, topN: e.RERANK_TOP_N, timeoutMs: e.RERANK_TIMEOUT_SECONDS * 1000 }
+      : null,
   };
 }
 

@@ -53,17 +53,18 @@ export async function ingestWorkflow(input: IngestInput): Promise<{ status: stri
       if (result.status === 'needs_ocr') throw ApplicationFailure.nonRetryable('OCR left pages without text', 'OcrIncomplete');
     }
     // The build step ends the job in its own transaction (core/ingest/build/build.ts buildSourceRecords).
-    // Operators filter on these in the Temporal UI (`CairnStatus = "failed"`); the execution itself
-    // completes either way, since the job's failure is recorded, not thrown.
+    // Operators filter on these in the Temporal UI (`CairnStatus = "failed"`).
     upsertSearchAttributes([
       { key: CAIRN_STATUS, value: result.status },
       ...(result.contentType ? [{ key: CAIRN_CONTENT_TYPE, value: result.contentType }] : []),
     ]);
     return { status: result.status };
   } catch (err) {
-    await bookkeeping.failIngestJob({ jobId: input.jobId, ...publicFailure(err) });
+    const failure = publicFailure(err);
+    await bookkeeping.failIngestJob({ jobId: input.jobId, ...failure });
     upsertSearchAttributes([{ key: CAIRN_STATUS, value: 'failed' }]);
-    return { status: 'failed' };
+    // Recorded first, then thrown: the execution shows Failed in the Temporal UI, with the job's message.
+    throw ApplicationFailure.nonRetryable(failure.message, 'IngestFailed');
   }
 }
 

@@ -18,7 +18,7 @@ export function createMcpServer(tools: readonly McpTool[], ctx: ToolContext, ver
     { name: 'cairn', title: 'Cairn memory', version },
     { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
   );
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolListing(tools) }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolListing(tools, ctx.principal) }));
   server.setRequestHandler(CallToolRequestSchema, ({ params }) => {
     const tool = tools.find((t) => t.name === params.name);
     return tool ? callTool(tool, ctx, params.arguments) : unknownTool(params.name);

@@ -156,7 +156,7 @@ export const cluster: Benchmark = {
       }],
       runs: { order: order.join(', '), levels: runs },
       notes: [
-        'Every process (load generator, balancer, APIs, workers, their extraction processes, the Temporal server and PostgreSQL) shares the same 2 cores, so a second API and worker add CPU demand, not CPU, and 2 + 2 loses throughput here: two more event loops, pools and idle extraction processes to schedule, two workers polling three task queues and dispatching memory events each. The mixed workload is one account, so account affinity sends all of it to that account\'s home API. Replicas pay off when each gets cores of its own (docs/operations.md, Sizing for N machines).',
+        'Every process (load generator, balancer, APIs, workers, their extraction processes, the Temporal server and PostgreSQL) shares the same 2 cores, so a second API and worker add CPU demand, not CPU, and 2 + 2 loses throughput here: two more event loops, pools and idle extraction processes to schedule, two workers polling three task queues and dispatching memory events each. The mixed workload is one account, so account affinity sends all of it to that account\'s home API. Replicas pay off when each gets cores of its own (docs/operations.md, Scaling).',
         'Account affinity: the balancer sends each account to the API that rendezvous hashing picks for it, so with 2 APIs each holds the copies of its own accounts only (the mean per API is half the 1-API total when no copy is held twice; the table shows how the accounts fell).',
       ],
     };

@@ -75,7 +75,7 @@ export const injection: Benchmark = {
     `${WRITERS} writers) and processed by a worker (bin/worker.ts, rule deriver) on Temporal and PostgreSQL; a write is held ` +
     'when its event derived a pending_review claim (held for review, never context), and passed when it derived an eligible ' +
     'claim. Detection is the share of prompts flagged (held); the false-positive rate the share of turns flagged (held). The ' +
-    'screen was improved by method (docs/benchmarks.md, injection notes), never by fitting these sets.',
+    'screen was improved by method (the injection notes in docs/benchmarks.json), never by fitting these sets.',
 
   async run(ctx: BenchContext): Promise<BenchOutput> {
     const prompts = loadPrompts();

@@ -198,7 +198,7 @@ export const memory: Benchmark = {
       notes: [
         'Receipts include authentication, the rate limiter, validation and the write (event and messages in one SQL statement; the workers are notified after its commit); the API makes no Temporal call. The worker\'s dispatcher claims queued events in batches and starts one workflow per batch, and the worker derives the claims, all on the same 2 cores meanwhile.',
         'Floor: with 16 writers in a closed loop the machine is saturated, so by Little\'s law the mean receipt latency is at least 16 × (machine time per write) ÷ cores; the machine-time rows say which process spends it (CPU time from /proc for PostgreSQL, the Temporal server and the worker; the API\'s main thread from process.threadCpuUsage). The load generator runs in a worker thread and is not counted.',
-        'Priorities as under npm start: the worker runs at BACKGROUND_NICE (10), so receipts come first while the cores are contended; the writes accepted in the sustained window are finished after it, and the sustained row counts until the last of them succeeded (docs/decisions/0003-service-decisions.md, Background priority).',
+        'Priorities as under npm start: the worker runs at BACKGROUND_NICE (10), so receipts come first while the cores are contended; the writes accepted in the sustained window are finished after it, and the sustained row counts until the last of them succeeded (docs/decisions/0015-task-queues-and-fairness.md).',
         'Batches: with at most 2 batches of a dispatcher running, the events written meanwhile gather into the next one (up to 100), so the Temporal cost per write falls as the load rises; the runs record the batch count and size.',
       ],
     };

@@ -2,7 +2,8 @@ import { z } from 'zod';
 
 /**
  * Wire contracts of native memory (spec 2.4, 3.4, 3.5, 4.5). Field names the spec leaves "not shown"
- * are chosen here and documented in docs/api.md ("Native memory records"). Requests are closed.
+ * are chosen here and documented in the OpenAPI document they generate (docs/api.md, Native memory).
+ * Requests are closed.
  */
 
 export const WORKSPACE = 'default' as const;
@@ -19,7 +20,10 @@ export const Label = z
   .string()
   .min(1, 'must be a non-empty label')
   .max(MAX_LABEL)
-  .regex(/^[^\p{Cc}]+$/u, 'must not contain control characters')
+  // The control characters (Unicode Cc) spelled as ranges: every JSON Schema validator (Python's too)
+  // reads this pattern, not all of them know \p{Cc}.
+  // eslint-disable-next-line no-control-regex
+  .regex(/^[^\u0000-\u001F\u007F-\u009F]+$/, 'must not contain control characters')
   .overwrite(normalLabel);
 
 /** The form a label is stored and compared in (core/memory/labels.ts normalises too, for every surface). */

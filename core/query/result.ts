@@ -225,6 +225,9 @@ function gapsOf(req: QueryRequest, returned: number, retrieval: Retrieval): { ga
 function retrievalLimitations(preset: Preset, retrieval: Retrieval, context: Context | null, conflicts: number): Limitation[] {
   const limitations: Limitation[] = [];
   if (preset === 'efficient') limitations.push({ code: 'efficient_preset', message: 'Single-pass retrieval over fewer candidates.' });
+  if (retrieval.rerank === 'unavailable') {
+    limitations.push({ code: 'rerank_unavailable', message: 'The rerank provider did not answer: the best hits are in their lexical order.' });
+  }
   if (retrieval.semantic === 'unavailable') {
     limitations.push({ code: 'semantic_unavailable', message: 'The embeddings provider or the account\'s search index was not available: ranked by words only.' });
   }

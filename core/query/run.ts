@@ -43,7 +43,8 @@ const PRESET_RANK: Record<Preset, number> = { efficient: 0, accuracy: 1 };
 
 /** Scope and preset rules of spec 5 rule 2; returns the preset the query runs with. */
 export function authorizeQuery(principal: Principal, req: Pick<QueryRequest, 'mode' | 'preset'>): Preset {
-  if (!principal.scopes.includes('query')) throw forbidden('This credential lacks the scope query.');
+  // memory.read alone (an MCP OAuth connection) searches native memory only (resolveBoundary).
+  if (!principal.scopes.includes('query') && !principal.scopes.includes('memory.read')) throw forbidden('This credential lacks the scope query.');
   if (req.mode === 'answer' && !principal.scopes.includes('query.answer')) {
     throw new AppError(403, 'query_answer_not_authorized', 'Answer mode needs the scope query.answer.');
   }
@@ -146,7 +147,7 @@ async function citationLookup(deps: QueryDeps, boundary: Boundary, handle: strin
   const ref = deps.citations.open(key, boundary.accountId, handle);
   const found = ref ? await fetchCited(deps.em, boundary, ref) : null;
   const ranked = found ? [{ ...found, score: 1 }] : [];
-  return { ranked, semantic: 'off', candidates: ranked.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
+  return { ranked, semantic: 'off', rerank: 'off', candidates: ranked.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
 }
 
 /** The result with its operation block (credits as settled), stored for exact retries. */

@@ -49,12 +49,15 @@ export async function resolveBoundary(em: EntityManager, principal: Principal, s
     if (audiences && !audiences.includes(s.audience)) throw forbidden('audience is outside this API key\'s audiences.');
     audiences = [s.audience];
   }
+  // Sources need the scope query: a credential without it (an MCP OAuth connection) searches native memory only.
+  const sources = principal.scopes.includes('query');
+  if (s.source_ids && !sources) throw forbidden('source_ids needs the scope query, which this credential lacks.');
   const memorySelected = Boolean(s.peer_ids || s.session_ids || s.agent_id);
   const boundary: Boundary = {
     accountId: principal.accountId,
     audiences,
     // Selectors narrow: memory selectors alone search memory only, source_ids alone sources only.
-    includeSources: Boolean(s.source_ids) || !memorySelected,
+    includeSources: sources && (Boolean(s.source_ids) || !memorySelected),
     includeMemory: memorySelected || !s.source_ids,
     sourceIds: null,
     peerIds: null,

@@ -6,6 +6,7 @@ import type { Boundary } from './boundary.ts';
 import { candidateDoc, fallbackCandidates, fetchCandidates, fetchHits, type Candidate } from './candidates.ts';
 import { analysisRow, fallbackStatistics, nearSpellings } from './candidates.queries.ts';
 import { rank, type Ranked, type Scored, type Strategy } from './ranking.ts';
+import { rerank } from './rerank.ts';
 import type { SearchIndex } from './search-index.ts';
 import { memoryVersion, recordVersion } from './search-index.queries.ts';
 import { isStopWord, words } from './text.ts';
@@ -48,6 +49,8 @@ export type Retrieval = {
    * could not be embedded or the account's index was not in memory (ranked lexically); `off`.
    */
   semantic: 'used' | 'unavailable' | 'off';
+  /** The rerank provider (accuracy only): `used`, `unavailable` when it failed (the lexical order stands), `off`. */
+  rerank: 'used' | 'unavailable' | 'off';
   /** Documents scored (the copy's hits, or PostgreSQL's candidates). */
   candidates: number;
   matchedTerms: string[];
@@ -151,7 +154,7 @@ export async function retrieve(
     // Scoped context without a query (or a query of stop words only): the most recent content in scope.
     const cands = query ? [] : await fetchCandidates(em, boundary, { type: 'recent' }, plan.candidates);
     const ranked = rank(cands.map((c) => ({ cand: c, score: 1 })), strategy);
-    return { ranked, semantic: 'off', candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
+    return { ranked, semantic: 'off', rerank: 'off', candidates: cands.length, matchedTerms: [], unmatchedTerms: [], ms: performance.now() - started };
   }
   const row = opts.analyzed?.row ?? (await analysisRow(em, reading.columns));
   const a = reading.read(row);
@@ -181,9 +184,13 @@ export async function retrieve(
     const support = h.support ? result.candidate(h.support) : undefined;
     return [{ cand, score: h.score, ...(support ? { supports: [support] } : {}) }];
   });
+  const ranked = rank(hits, strategy);
+  const reranker = plan.semantic ? opts.index?.reranker : null;
+  const reranked = reranker ? await rerank(reranker, query, ranked) : null;
   return {
-    ranked: rank(hits, strategy),
+    ranked: reranked ?? ranked,
     semantic: !embedder ? 'off' : semantic ? 'used' : 'unavailable',
+    rerank: !reranker ? 'off' : reranked ? 'used' : 'unavailable',
     candidates: result.scored,
     matchedTerms: a.lexemes.filter((l) => matched.has(l)),
     unmatchedTerms: unmatched,

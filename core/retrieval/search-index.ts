@@ -6,6 +6,7 @@ import { AccountIndex, parseTid, type ClaimDoc, type MessageDoc, type RecordDoc 
 import { CLAIM, MESSAGE, RECORD } from './bm25.ts';
 import type { Config } from '../../platform/config.ts';
 import { createEmbedder, type Embedder } from './embeddings.ts';
+import { createReranker, type Reranker } from './rerank.ts';
 import {
   activeSources,
   claimPages,
@@ -39,6 +40,8 @@ export type Versions = { records: number; memory: number };
 export type SearchIndex = {
   /** Makes the query vectors compared with the documents' (null: lexical retrieval only). */
   embedder: Embedder | null;
+  /** Reorders an accuracy query's best hits (null: the lexical order stands). */
+  reranker: Reranker | null;
   /**
    * The account's copy at or past `versions`, after waiting up to `waitMs` for it to catch up; null
    * when there is none in time (a refresh goes on in the background).
@@ -104,7 +107,7 @@ async function loadMemory(em: EntityManager, into: AccountIndex, accountId: stri
   }, { isolationLevel: 'repeatable read', readOnly: true });
 }
 
-type SearchIndexOptions = { orm: Orm; maxBytes: number; logger?: Logger; embedder?: Embedder | null };
+type SearchIndexOptions = { orm: Orm; maxBytes: number; logger?: Logger; embedder?: Embedder | null; reranker?: Reranker | null };
 
 /** A process's copies (least recently used first), the refreshes under way and the accounts too large to hold. */
 type Copies = {
@@ -123,6 +126,7 @@ export function createSearchIndex(opts: SearchIndexOptions): SearchIndex {
   const copies: Copies = { opts, model: opts.embedder?.model ?? null, accounts: new Map(), refreshing: new Map(), tooLarge: new Map(), lookups: { hits: 0, misses: 0 } };
   return {
     embedder: opts.embedder ?? null,
+    reranker: opts.reranker ?? null,
     current: (accountId, versions, waitMs = WAIT_MS) => current(copies, accountId, versions, waitMs),
     warm: (accountId) => warm(copies, accountId),
     usage: () => ({ accounts: copies.accounts.size, bytes: totalBytes(copies) }),
@@ -251,6 +255,10 @@ function hold(c: Copies, accountId: string, index: AccountIndex) {
 }
 
 /** The search index an API process runs with: its memory budget and embeddings provider from the configuration. */
-export function searchIndexFor(config: Pick<Config, 'query' | 'embeddings'>, orm: Orm, logger?: Logger): SearchIndex {
-  return createSearchIndex({ orm, maxBytes: config.query.indexMaxBytes, ...(logger ? { logger } : {}), embedder: config.embeddings ? createEmbedder(config.embeddings) : null });
+export function searchIndexFor(config: Pick<Config, 'query' | 'embeddings' | 'rerank'>, orm: Orm, logger?: Logger): SearchIndex {
+  return createSearchIndex({
+    orm, maxBytes: config.query.indexMaxBytes, ...(logger ? { logger } : {}),
+    embedder: config.embeddings ? createEmbedder(config.embeddings) : null,
+    reranker: config.rerank ? createReranker(config.rerank) : null,
+  });
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /**
- * Account affinity behind a balancer (docs/operations.md, Running a cluster): an API answers every
+ * Account affinity behind a balancer (docs/operations.md, Production shape): an API answers every
  * authenticated request with the account's home key in this header, so that a balancer can send the
  * account's later requests to the same API process, which then holds the account's index copy alone.
  * The key is a digest of the account id, not the id; the cluster's balancer strips it.

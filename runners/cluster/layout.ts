@@ -38,7 +38,7 @@ const clusterEnv = z.object({
   VISIBILITY_DBNAME: z.string().regex(/^\w+$/).default('temporal_visibility'),
 });
 
-/** `npm run cluster`'s own settings (README, Running a cluster); the rest is the usual configuration. */
+/** `npm run cluster`'s own settings (docs/operations.md, Production shape); the rest is the usual configuration. */
 export function loadClusterSettings(env: NodeJS.ProcessEnv = process.env) {
   const parsed = clusterEnv.safeParse(env);
   if (!parsed.success) {

@@ -27,6 +27,19 @@ describe('OpenAPI document', () => {
     const r503 = doc.paths['/readyz'].get.responses['503'];
     expect(JSON.stringify(r503)).toContain('requestId');
     expect(doc.paths['/openapi.json']).toBeUndefined();
+    // Every operation has an operationId, unique, for generated clients (GET /v1/sources/{id} -> getSourcesOne).
+    const ids = Object.values(doc.paths).flatMap((item) => Object.values(item as Record<string, { operationId?: string }>).map((op) => op.operationId));
+    expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z]+$/.test(id))).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(doc.paths['/v1/ingest/jobs/{jobId}'].get.operationId).toBe('getIngestJobsOne');
+    // Request bodies say their defaults in words (generated clients type a `default` as required).
+    const requestSchemas = Object.entries(doc.components.schemas).filter(([name]) => name.endsWith('Input'));
+    expect(requestSchemas.length).toBeGreaterThan(10);
+    for (const [name, schema] of requestSchemas) expect(JSON.stringify(schema), name).not.toMatch(/"default":/);
+    expect(doc.components.schemas.UrlIngestRequestInput.properties.dryRun.description).toContain('Default: true.');
+    expect(doc.components.schemas.UrlIngestRequestInput.required ?? []).not.toContain('dryRun');
+    // Patterns every common validator reads: no Unicode property escapes.
+    expect(JSON.stringify(doc)).not.toMatch(/\\\\p\{/);
   });
 
   it('serves the docs UI from the service itself', async () => {

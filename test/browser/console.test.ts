@@ -316,6 +316,26 @@ describe('the console in Chromium', () => {
     await screenshot(page, 'usage');
   });
 
+  it('fits a 390 px wide phone screen: no page scrolls sideways, wide tables scroll inside their frame', async () => {
+    const { page } = tab;
+    const before = page.viewportSize();
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      const wide: Record<string, number> = {};
+      const pages: [string, string][] = [['/sources', 'Sources and ingest jobs'], ['/', 'Usage'], ['/keys', 'API keys'], ['/apps', 'Connected applications'], ['/account', 'Account']];
+      for (const [path, title] of pages) {
+        await page.goto(path);
+        await heading(title).waitFor();
+        await page.waitForLoadState('networkidle');
+        const width = Number(await page.evaluate('document.documentElement.scrollWidth'));
+        if (width > 390) wide[path] = width;
+      }
+      expect(wide).toEqual({});
+    } finally {
+      if (before) await page.setViewportSize(before);
+    }
+  });
+
   it('authorizes an MCP client on the consent page, lists it under connected apps and revokes it', async () => {
     const oauth = new MemoryOAuthClient('Notebook agent');
     const transportFor = () => new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { authProvider: oauth });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { auth, discoverOAuthServerInfo, exchangeAuthorization, registerClient, startAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -6,6 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestAccount, type TestAccount } from '../helpers/accounts.ts';
 import { launchChromium, openConsole, type ConsolePage } from '../helpers/browser.ts';
+import { memoryRows } from '../helpers/memory-rows.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startMcpStack, type McpStack } from '../helpers/mcp.ts';
 import { MemoryOAuthClient } from '../helpers/oauth-client.ts';
@@ -96,9 +98,22 @@ describe('the MCP SDK client, OAuth end to end, consent in Chromium', () => {
     };
     const client = new Client({ name: 'chromium-oauth-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { authProvider: oauth, fetch: recording }));
+    // A read-only connection is offered the tools it can call: the reads and query_context, no write.
     const { tools } = await client.listTools();
-    expect(tools).toHaveLength(14);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'get_claim', 'get_claim_history', 'get_event_status', 'get_peer_representation', 'get_queue_status', 'list_claims', 'query_context',
+    ]);
     for (const t of tools) expect(t.outputSchema, t.name).toMatchObject({ type: 'object' });
+    // query_context searches the account's native memory with memory.read, and says so.
+    const rows = memoryRows(db.orm);
+    const [peerId, sessionId] = [await rows.peer(alice.id, 'alice'), await rows.session(alice.id, 'chat')];
+    await rows.message(alice.id, { peerId, sessionId, content: 'My kayak is moored at the Quillmarsh jetty.' });
+    const found = await client.callTool({ name: 'query_context', arguments: { query: 'Where is the kayak moored?', mode: 'evidence' } });
+    expect(found.isError, JSON.stringify(found.structuredContent)).toBeFalsy();
+    expect(found.structuredContent).toMatchObject({ coverage: { searched: ['messages', 'claims'] } });
+    expect(JSON.stringify(found.structuredContent)).toContain('Quillmarsh jetty');
+    const sources = await client.callTool({ name: 'query_context', arguments: { query: 'kayak', source_ids: [randomUUID()] } });
+    expect(sources).toMatchObject({ isError: true, structuredContent: { error: { code: 'forbidden' } } });
     const queue = await client.callTool({ name: 'get_queue_status', arguments: {} });
     expect(queue.isError).toBeFalsy();
     expect(queue.structuredContent).toMatchObject({ schemaVersion: 'service-memory-queue-status-v1', workspace: 'default' });

@@ -127,6 +127,13 @@ describe('dry runs', () => {
     const queued = await call('POST', '/v1/ingest/url', live({ url: `${fixtures.origin}/missing` }));
     const job = await waitJob(queued.body.job.id);
     expect(job).toMatchObject({ status: 'failed', sourceUrl: `${fixtures.origin}/missing`, failure: { retryable: false } });
+    // The execution itself failed (red in the Temporal UI), with the job's message, after recording it.
+    const handle = temporal.client.workflow.getHandle(ingestWorkflowId(job.id));
+    const ended = await handle.result().then(() => null, (err: unknown) => err as { cause?: { message?: string } });
+    expect(ended?.cause?.message).toContain('404');
+    const described = await handle.describe();
+    expect(described.status.name).toBe('FAILED');
+    expect(described.typedSearchAttributes.get(CAIRN_STATUS)).toBe('failed');
     const activity = logs.lines.map((l) => JSON.parse(l)).filter((l) => l.workflowId === ingestWorkflowId(job.id) && l.msg === 'activity failed');
     expect(activity.length).toBeGreaterThan(0);
     for (const l of activity) {

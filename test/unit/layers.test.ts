@@ -8,7 +8,7 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 type Layer = { folder: string; may: string[]; says: string };
 // The table lives in eslint.config.js (plain JavaScript, so read untyped).
 const { LAYERS } = (await import(pathToFileURL(path.join(ROOT, 'eslint.config.js')).href)) as { LAYERS: Layer[] };
-const TOP = ['bin', 'cli', 'api', 'runners', 'temporal', 'workflows', 'activities', 'core', 'platform'];
+const TOP = ['bin', 'cli', 'api', 'runners', 'temporal', 'workflows', 'activities', 'core', 'platform', 'packages'];
 const eslint = new ESLint({ cwd: ROOT });
 
 async function restricted(file: string, specifier: string): Promise<boolean> {

@@ -38,8 +38,8 @@ export type McpTool<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject =
    * like a REST response through its response schema, so what is sent always satisfies the schema.
    */
   output: O;
-  /** Scopes the call needs (spec 4.6); a function when they depend on the input (answer mode). */
-  scopes: readonly Scope[] | ((input: z.infer<I>) => readonly Scope[]);
+  /** Scopes the call needs (spec 4.6); a function when they depend on the input (answer mode) or the credential. */
+  scopes: readonly Scope[] | ((input: Partial<z.infer<I>>, principal: Principal) => readonly Scope[]);
   annotations: { readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
   run(ctx: ToolContext, input: z.infer<I>): Promise<ToolOutcome<z.input<O>>>;
 };
@@ -64,6 +64,9 @@ export function missingScopes(principal: Principal, needed: readonly Scope[]): S
   return needed.filter((s) => !principal.scopes.includes(s));
 }
 
+const neededScopes = (tool: McpTool, input: Record<string, unknown>, principal: Principal) =>
+  typeof tool.scopes === 'function' ? tool.scopes(input, principal) : tool.scopes;
+
 /**
  * Runs one tools/call: the arguments are validated (invalid ones, and text with control characters, are a tool error the model can
  * correct, as MCP 2025-11-25 asks, not a protocol error), then scopes (a missing scope is a tool error,
@@ -75,8 +78,7 @@ export async function callTool(tool: McpTool, ctx: ToolContext, args: unknown): 
   const input = parsed.data;
   const bad = controlCharacterPath(input);
   if (bad) return toolError('validation_error', `${bad.join('.') || 'input'} ${CONTROL_CHARACTER_MESSAGE}.`);
-  const needed = typeof tool.scopes === 'function' ? tool.scopes(input) : tool.scopes;
-  const missing = missingScopes(ctx.principal, needed);
+  const missing = missingScopes(ctx.principal, neededScopes(tool, input, ctx.principal));
   if (missing.length) {
     const code = missing.includes('query.answer') ? 'query_answer_not_authorized' : 'forbidden';
     return toolError(code, `This credential lacks the scope ${missing.join(', ')} needed by ${tool.name}.`);
@@ -118,8 +120,16 @@ const outputSchema = (output: z.ZodObject) => ({
   anyOf: [toolJsonSchema(output, 'output'), toolJsonSchema(ToolErrorContent, 'output')],
 });
 
-/** tools/list: the definitions, converted to JSON Schema once per tool set (not on every request). */
-export function toolListing(tools: readonly McpTool[]): Tool[] {
+/**
+ * tools/list: the tools this credential can call (with their arguments' defaults: query_context's
+ * answer mode may still need a scope it lacks), converted to JSON Schema once per tool set.
+ */
+export function toolListing(tools: readonly McpTool[], principal: Principal): Tool[] {
+  const callable = new Set(tools.filter((t) => missingScopes(principal, neededScopes(t, {}, principal)).length === 0).map((t) => t.name));
+  return allListed(tools).filter((t) => callable.has(t.name));
+}
+
+function allListed(tools: readonly McpTool[]): Tool[] {
   let listing = listings.get(tools);
   if (!listing) {
     listing = tools.map((tool) => ({

@@ -3,7 +3,7 @@
  * purpose, so a remote extraction service can be added beside the local OCR: it gets the document's
  * bytes and the pages to read, and answers with each page's text. Billing, budgets, batching, retries
  * and storage stay with the callers (./preview.ts for dry runs, ./live.ts for ingest jobs), which treat
- * every provider alike. docs/architecture.md, "OCR and text providers", describes the contract.
+ * every provider alike. docs/decisions/0008-ocr-text-providers.md describes the contract.
  */
 import type { PageText } from '../extract/index.ts';
 import type { ExtractionPool } from '../extraction/pool.ts';

@@ -5,7 +5,7 @@ import { Migration } from '@mikro-orm/migrations';
  * source excerpts, with a trigram index on the word (PostgreSQL's documented way to suggest
  * spellings, pg_trgm F.35.5), instead of a trigram index over all excerpt text: that index cost about
  * a quarter of PostgreSQL's CPU per stored record, while an account's vocabulary grows far slower than
- * its text (docs/decisions/0004-ingest-path.md, Ingest round trips and concurrency). Existing excerpts fill the
+ * its text (docs/decisions/0017-ingest-build-step.md). Existing excerpts fill the
  * lexicon here; new ones add their words as they are stored (core/ingest/prepare/lexicon.ts).
  */
 export class Migration0015RecordLexicon extends Migration {
