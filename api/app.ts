@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ZodType } from 'zod';
 import type { Config } from '../platform/config.ts';
+import { AppError } from '../platform/errors.ts';
 import { withoutControlCharacters } from '../core/contracts/common.ts';
 import type { Orm } from '../platform/db/orm.ts';
 import type { ExtractionPool } from '../core/ingest/extraction/pool.ts';
@@ -73,6 +74,27 @@ export type AppDeps = {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
+/**
+ * JSON bodies read as bytes and decoded strictly: a byte sequence that is not UTF-8 would otherwise
+ * become U+FFFD and be stored as if it had been sent. 400 validation_error instead; the rest is
+ * Fastify's own parser (prototype poisoning refused).
+ */
+function strictJsonBodies(app: FastifyInstance) {
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      done(new AppError(400, 'validation_error', 'The request body is not valid UTF-8.'), undefined);
+      return;
+    }
+    parseJson(request, text, done);
+  });
+}
+
 /** Builds the HTTP API. All dependencies come in; nothing is created here. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -83,20 +105,31 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     bodyLimit: 1_048_576,
+    // A request (headers and body) must arrive whole within this: a client trickling a body, or
+    // stopping half-way, does not hold its connection (and the route waiting for the body) for ever.
+    requestTimeout: deps.config.requestTimeoutMs,
     // Client addresses (sign-in throttling, registration limits) from X-Forwarded-For only via trusted hops.
     trustProxy: deps.config.trustProxy,
     // Labels travel in paths (peers, sessions); longer segments get 414 in the envelope.
     routerOptions: { maxParamLength: 512 },
     frameworkErrors,
   }).withTypeProvider<ZodTypeProvider>();
+  strictJsonBodies(app);
   // What every query of this process shares (its caches), given to the query routes and the MCP tool.
   const query = queryServices(deps.config, deps.searchIndex);
 
   // Routes declare zod schemas (the type provider); every one also refuses control characters.
   app.setValidatorCompiler((route) => validatorCompiler({ ...route, schema: withoutControlCharacters(route.schema as ZodType) }));
   app.setSerializerCompiler(serializerCompiler);
+  // Closing (SIGTERM) ends idle keep-alive connections at once; a request in flight then is answered
+  // with `connection: close`, or its connection would hold the close open until the keep-alive ends.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) reply.header('connection', 'close');
   });
 
   await app.register(errorsPlugin);
@@ -108,7 +141,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { checks: deps.readiness });
   if (api) {
     await app.register(authRoutes, { config: deps.config });
-    await app.register(cliAuthRoutes, { config: deps.config });
+    await app.register(cliAuthRoutes, { config: deps.config, rateLimiter: deps.rateLimiter });
     await app.register(apiKeyRoutes);
     await app.register(overviewRoutes);
     await app.register(usageRoutes);

@@ -23,6 +23,7 @@ runMain(async () => {
   const temporal = createTemporalClient(requireTemporalAddress(config), config.temporal.namespace);
   const rateLimiter = createRateLimiter(requireDatabaseUrl(config), config.metering.rateLimitPerMinute, logger, {
     registrationsPerHour: config.oauth.registrationsPerHour,
+    deviceCodesPerHour: config.auth.deviceCodesPerHour,
   });
   // After migrations: the built-in authorization server reads its shared keys from the database.
   const oauth = await createOauthServer({ config, orm });

@@ -2,7 +2,6 @@
 // (DATABASE_URL, or an embedded one), a real Temporal server on it with the Temporal UI, CLUSTER_APIS API
 // processes behind a local load balancer and CLUSTER_WORKERS workers. Every process the script started
 // is started again when it dies; Ctrl-C stops everything. docs/operations.md, Production shape.
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureConsoleBuilt } from '../api/console/build.ts';
@@ -10,11 +9,11 @@ import { startBalancer, type Balancer, type Upstream } from '../runners/cluster/
 import { clusterLayout, loadClusterSettings, type ClusterLayout } from '../runners/cluster/layout.ts';
 import { supervise, type Supervised } from '../runners/cluster/supervisor.ts';
 import {
-  ensureNamespace, resolveTemporalBinaries, setUpTemporalSchemas, temporalServerArgs, temporalServerEnv,
+  ensureNamespace, resolveTemporalBinaries, temporalUiCommand, setUpTemporalSchemas, temporalServerArgs, temporalServerEnv,
 } from '../runners/cluster/temporal.ts';
 import { loadConfig, type Config } from '../platform/config.ts';
 import { provideDatabase } from '../runners/local/infra.ts';
-import { assertPortFree } from '../runners/preflight.ts';
+import { assertPortFree, makeDataDir } from '../runners/preflight.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
 import { describeFailure, runMain, supervisorShutdown, waitFor } from '../platform/entrypoint.ts';
 import { temporalServing } from '../runners/temporal-server/dev-server.ts';
@@ -54,9 +53,7 @@ runMain(async () => {
   try {
     const apis = Array.from({ length: settings.apis }, (_, i): ApiSlot => ({ name: `api-${i + 1}`, ...layout.api(i) }));
     await assertPortsFree(layout, apis);
-    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-    const logs = path.join(config.dataDir, 'logs');
-    await mkdir(logs, { recursive: true });
+    const logs = await makeDataDir(config.dataDir);
     const cluster: Cluster = { config, settings, layout, logs, processes, shuttingDown };
 
     const db = await provideDatabase(config, { log: say });
@@ -117,13 +114,9 @@ async function startTemporal(c: Cluster, databaseUrl: string, logger: Logger) {
   await waitFor(() => temporalServing(layout.temporalAddress), 120_000, 'the Temporal server', c.shuttingDown);
   await ensureNamespace(layout.temporalAddress, config.temporal.namespace, logger);
   say(`Temporal server ${layout.temporalAddress}, namespace ${config.temporal.namespace} with Cairn's search attributes`);
+  const ui = await temporalUiCommand(binaries, { temporalAddress: layout.temporalAddress, port: layout.temporalUi });
   processes.push(supervise({
-    name: 'temporal-ui', command: binaries.ui, args: ['--root', binaries.uiRoot, '--config', 'config', '--env', 'docker', 'start'],
-    // The temporalio/ui image's variables (docker-compose.yml's temporal-ui service).
-    env: {
-      ...process.env, TEMPORAL_ADDRESS: layout.temporalAddress, TEMPORAL_UI_PORT: String(layout.temporalUi),
-      TEMPORAL_DISABLE_WRITE_ACTIONS: 'true', TEMPORAL_CORS_ORIGINS: `http://127.0.0.1:${layout.temporalUi}`,
-    },
+    name: 'temporal-ui', command: ui.command, args: ui.args, env: { ...process.env, ...ui.env },
     logFile: path.join(logs, 'temporal-ui.log'), log: say,
   }));
 }

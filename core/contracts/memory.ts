@@ -11,7 +11,11 @@ export const MAX_LABEL = 200;
 export const MAX_MESSAGE_CHARS = 100_000;
 export const MAX_QUERY_CHARS = 2_000;
 
-/** A peer, session or agent label: non-empty, bounded, no control characters. */
+/**
+ * A peer, session or agent label: non-empty, bounded, no control characters, in Unicode NFC (composed
+ * and decomposed "josé" are one label; the Kelvin sign is K). Compatibility forms and look-alikes from
+ * other scripts (a full-width A, a Cyrillic а) stay distinct labels: they are different text.
+ */
 export const Label = z
   .string()
   .min(1, 'must be a non-empty label')
@@ -19,7 +23,13 @@ export const Label = z
   // The control characters (Unicode Cc) spelled as ranges: every JSON Schema validator (Python's too)
   // reads this pattern, not all of them know \p{Cc}.
   // eslint-disable-next-line no-control-regex
-  .regex(/^[^\u0000-\u001F\u007F-\u009F]+$/, 'must not contain control characters');
+  .regex(/^[^\u0000-\u001F\u007F-\u009F]+$/, 'must not contain control characters')
+  .overwrite(normalLabel);
+
+/** The form a label is stored and compared in (core/memory/labels.ts normalises too, for every surface). */
+export function normalLabel(label: string): string {
+  return label.normalize('NFC');
+}
 
 export const WorkspaceParams = z.object({
   ws: z.string().describe('Workspace label; only `default` exists.'),

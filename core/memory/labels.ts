@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { withinReach, type Reach } from '../auth/principal.ts';
-import { WORKSPACE } from '../contracts/memory.ts';
+import { normalLabel, WORKSPACE } from '../contracts/memory.ts';
 import { AppError, forbidden, notFound } from '../../platform/errors.ts';
 import { decodeCursor, iso, page } from './pagination.ts';
 import type { EntityManager as Em } from '@mikro-orm/postgresql';
@@ -33,7 +33,8 @@ export const labelRecord = (kind: LabelKind, r: LabelRow) =>
  * Get-or-create by label; concurrent upserts of one label yield one row. A label that exists outside
  * an audience-limited key's audiences cannot be created again: 403, nothing changed.
  */
-export async function upsertLabel(em: Em, reach: Reach, kind: LabelKind, label: string): Promise<LabelRow> {
+export async function upsertLabel(em: Em, reach: Reach, kind: LabelKind, given: string): Promise<LabelRow> {
+  const label = normalLabel(given);
   const row = await getOrCreateLabel(em, kind, { id: randomUUID(), accountId: reach.accountId, label, audience: reach.audiences?.[0] ?? null });
   if (!withinReach(reach, row!.audience)) throw forbidden(`The ${kind} "${label.slice(0, 80)}" is outside this API key's audiences.`);
   return row!;
@@ -45,7 +46,7 @@ export async function upsertLabel(em: Em, reach: Reach, kind: LabelKind, label: 
  */
 export async function requireLabel(em: Em, reach: Reach, kind: LabelKind, which: string | { label: string; lock: boolean }): Promise<LabelRow> {
   const { label, lock } = typeof which === 'string' ? { label: which, lock: false } : which;
-  const row = await labelInReach(em, reach, kind, { label, lock });
+  const row = await labelInReach(em, reach, kind, { label: normalLabel(label), lock });
   if (!row) throw notFound(`No ${kind} "${label.slice(0, 80)}" in this workspace; create it first.`);
   return row;
 }

@@ -1,6 +1,6 @@
 import { dedicatedPool } from '../../platform/db/connections.ts';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
-import { DEFAULT_REGISTRATIONS_PER_HOUR } from '../../platform/config.ts';
+import { DEFAULT_DEVICE_CODES_PER_HOUR, DEFAULT_REGISTRATIONS_PER_HOUR } from '../../platform/config.ts';
 import { AppError } from '../../platform/errors.ts';
 import type { Logger } from '../../platform/logger.ts';
 
@@ -9,6 +9,8 @@ export type RateLimiter = {
   consume(accountId: string): Promise<void>;
   /** One dynamic OAuth client registration from the client address. */
   consumeRegistration(address: string): Promise<void>;
+  /** One CLI device code created from the client address (it needs no credential). */
+  consumeDeviceCode(address: string): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -17,13 +19,14 @@ export type RateLimiter = {
  * - account-wide (spec 5 rule 5): every credential of an account (API keys, CLI and browser sessions,
  *   MCP OAuth tokens) draws from one fixed one-minute window of `perMinute` requests, and creating or
  *   rotating a key changes nothing;
- * - per client address, dynamic OAuth client registrations: `registrationsPerHour` an hour.
+ * - per client address, dynamic OAuth client registrations: `registrationsPerHour` an hour, and CLI
+ *   device codes (each a row until it expires): `deviceCodesPerHour` an hour.
  */
 export function createRateLimiter(
   databaseUrl: string,
   perMinute: number,
   logger?: Logger,
-  opts: { registrationsPerHour?: number } = {},
+  opts: { registrationsPerHour?: number; deviceCodesPerHour?: number } = {},
 ): RateLimiter {
   // Every request of an account updates the account's one window row, so requests queue on its lock;
   // committing without waiting for the disk flush releases it sooner. A crash can lose the last few
@@ -50,5 +53,11 @@ export function createRateLimiter(
     3600,
     'Too many client registrations from this address; try again later.',
   );
-  return { consume: account, consumeRegistration: registration, close: () => pool.end() };
+  const deviceCode = limiter(
+    'cli-device-code',
+    opts.deviceCodesPerHour ?? DEFAULT_DEVICE_CODES_PER_HOUR,
+    3600,
+    'Too many sign-in codes from this address; try again later.',
+  );
+  return { consume: account, consumeRegistration: registration, consumeDeviceCode: deviceCode, close: () => pool.end() };
 }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { access, copyFile, mkdir } from 'node:fs/promises';
+import { access, copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,7 +29,7 @@ export const DEPLOY_DIR = fileURLToPath(new URL('../../deploy/temporal/', import
 export type TemporalBinaries = { server: string; sqlTool: string; ui: string; uiRoot: string };
 
 /** Where the binaries of this version are built and found: $XDG_CACHE_HOME/cairn (default ~/.cache/cairn). */
-function temporalBinaryPaths(): TemporalBinaries {
+export function temporalBinaryPaths(): TemporalBinaries {
   const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'cairn');
   const serverDir = path.join(cache, `temporal-server-${TEMPORAL_SERVER_VERSION}`);
   const uiRoot = path.join(cache, `temporal-ui-${TEMPORAL_UI_VERSION}`);
@@ -65,6 +65,25 @@ export async function resolveTemporalBinaries(log: (message: string) => void): P
     await copyFile(path.join(stdout.trim(), `${UI_MODULE}@${TEMPORAL_UI_VERSION}`, 'config', 'docker.yaml'), uiConfig);
   }
   return found;
+}
+
+/**
+ * How to run the UI server: the temporalio/ui image's config template with `host: 127.0.0.1` added
+ * (written next to it as config/cairn.yaml), so it listens on loopback only; without a host it listens
+ * on every interface. Its variables are the image's (docker-compose.yml's temporal-ui service).
+ */
+export async function temporalUiCommand(binaries: TemporalBinaries, opts: { temporalAddress: string; port: number }) {
+  const config = path.join(binaries.uiRoot, 'config');
+  const template = await readFile(path.join(config, 'docker.yaml'), 'utf8');
+  await writeFile(path.join(config, 'cairn.yaml'), `${template.replace(/^host:.*$/m, '')}\nhost: 127.0.0.1\n`);
+  return {
+    command: binaries.ui,
+    args: ['--root', binaries.uiRoot, '--config', 'config', '--env', 'cairn', 'start'],
+    env: {
+      TEMPORAL_ADDRESS: opts.temporalAddress, TEMPORAL_UI_PORT: String(opts.port),
+      TEMPORAL_DISABLE_WRITE_ACTIONS: 'true', TEMPORAL_CORS_ORIGINS: `http://127.0.0.1:${opts.port}`,
+    },
+  };
 }
 
 /** The ports of the server's four services (gRPC and membership each) and the frontend's HTTP API. */

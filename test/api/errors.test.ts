@@ -63,6 +63,33 @@ describe('error envelope', () => {
     expectEnvelope(res.json(), 'validation_error');
   });
 
+  it('400 validation_error for invalid UTF-8 inside a JSON body (it would become U+FFFD and be stored)', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/probe/closed',
+      headers: { 'content-type': 'application/json' },
+      payload: Buffer.concat([Buffer.from('{"name": "jos'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}')]),
+    });
+    expect(res.statusCode).toBe(400);
+    expectEnvelope(res.json(), 'validation_error');
+    expect(res.json().error.message).toContain('UTF-8');
+    // Valid UTF-8 (an accented letter, an emoji) passes.
+    const ok = await app.inject({ method: 'POST', url: '/probe/closed', headers: { 'content-type': 'application/json' }, payload: Buffer.from('{"name": "José 🌋"}') });
+    expect(ok.json()).toEqual({ name: 'José 🌋' });
+  });
+
+  it('400 validation_error for C1 controls (U+0085 NEL) and bidirectional overrides or isolates (U+202E, U+2066) in any string', async () => {
+    for (const bad of ['\u0085', '\u009b', '\u202e', '\u202a', '\u2066', '\u2069']) {
+      const res = await app.inject({ method: 'POST', url: '/probe/closed', payload: { name: `a${bad}b` } });
+      expect(res.statusCode, JSON.stringify(bad)).toBe(400);
+      expectEnvelope(res.json(), 'validation_error');
+      expect(res.json().error.message).toContain('name');
+    }
+    // Right-to-left text with its marks (U+200F) is text, not a control.
+    const rtl = await app.inject({ method: 'POST', url: '/probe/closed', payload: { name: 'שלום\u200f abc' } });
+    expect(rtl.statusCode).toBe(200);
+  });
+
   it('415 for a body that is not JSON', async () => {
     const res = await app.inject({
       method: 'POST',

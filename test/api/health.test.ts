@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrm } from '../../platform/db/orm.ts';
 import { createTemporalClient } from '../../temporal/client.ts';
@@ -66,6 +67,27 @@ describe('health and readiness over real HTTP', () => {
       await api.close();
       await temporal.close();
       await deadOrm.close();
+    }
+  });
+});
+
+describe('request bodies', () => {
+  it('a body still arriving after REQUEST_TIMEOUT_SECONDS is answered 408 and its connection closed', { timeout: 120_000 }, async () => {
+    const temporal = testTemporalClient();
+    const slow = await startApi({ orm: db.orm, temporal, env: { REQUEST_TIMEOUT_SECONDS: '1' } });
+    try {
+      const { port } = new URL(slow.baseUrl);
+      const socket = net.connect(Number(port), '127.0.0.1');
+      let answer = '';
+      socket.on('data', (c) => (answer += String(c)));
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      // Headers promise 1,000 bytes; a few come, then nothing (a client holding the connection open).
+      socket.write('POST /v1/auth/cli/device HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"clientName":');
+      await closed; // Node checks every few seconds; the test's own timeout is the deadline
+      expect(answer).toMatch(/^HTTP\/1\.1 408/);
+    } finally {
+      await slow.close();
+      await temporal.close();
     }
   });
 });

@@ -37,7 +37,9 @@ afterAll(async () => {
 });
 
 describe('a worker killed in the middle of a memory add-messages event', () => {
-  it('is replaced, and each event succeeds once with one claim and every message once', { timeout: 120_000 }, async () => {
+  // Deadlines for a loaded machine (load 10+), where a worker's start (bundling its workflows) alone
+  // can take minutes: each wait below ends on its event, so a quiet machine never waits them out.
+  it('is replaced, and each event succeeds once with one claim and every message once', { timeout: 900_000 }, async () => {
     const c = memoryClient(api.baseUrl);
     const { account, keys } = await accountWithKeys(db.orm, { full: ['memory.read', 'memory.write'] });
     const key = keys.full!;
@@ -70,10 +72,10 @@ describe('a worker killed in the middle of a memory add-messages event', () => {
     try {
       const first = spawnWorker(db.url, taskQueue);
       workers.push(first);
-      expect(await lock.waiter()).toMatch(/memory_peer.*for share/s);
+      expect(await lock.waiter(300_000)).toMatch(/memory_peer.*for share/s);
       // In the middle: the event is running and nothing derived is stored yet.
       // (Polled: the sweeper may have started the lost event too, and it may be the one seen waiting.)
-      await expect.poll(async () => (await sql.query('select status from memory_event where id = $1', [eventId]))[0].status).toBe('running');
+      await expect.poll(async () => (await sql.query('select status from memory_event where id = $1', [eventId]))[0].status, { timeout: 120_000, interval: 100 }).toBe('running');
       expect(await sql.count('select 1 from memory_claim where account_id = $1', [account.id])).toBe(0);
       await kill(first);
     } finally {
@@ -82,9 +84,9 @@ describe('a worker killed in the middle of a memory add-messages event', () => {
     }
 
     workers.push(spawnWorker(db.url, taskQueue));
-    const ev = await c.waitEvent(key, eventId, 90_000);
+    const ev = await c.waitEvent(key, eventId, 300_000);
     expect(ev).toMatchObject({ status: 'succeeded', failure: null, outcome: { messages: messages.length, claim_id: expect.any(String) } });
-    const lostEv = await c.waitEvent(key, lost.event_id, 90_000);
+    const lostEv = await c.waitEvent(key, lost.event_id, 300_000);
     expect(lostEv).toMatchObject({ status: 'succeeded', failure: null, outcome: { messages: 1, claim_id: expect.any(String) } });
 
     // One claim per event, each with its one ADD entry; every message once, made available.

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../core/auth/accounts.ts';
 import { createApiKey } from '../../core/auth/api-keys.ts';
 import { loadConfig } from '../../platform/config.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { proseLines, scannedPdf } from '../helpers/scanned-pdf.ts';
+import { extractionProcessesOf } from '../helpers/processes.ts';
 import { startApi, testTemporalClient } from '../helpers/services.ts';
 
 // Provider-backed previews that do not finish (spec 4.3 rule 6, section 7): billed OCR stopped by a
@@ -54,17 +54,8 @@ async function settledAsFailed(accountId: string) {
   expect(r).toEqual({ status: 'settled', charged: 0, refunded: 3 });
 }
 
-/** Extraction processes (tinypool children) of this test process, from /proc. */
-async function extractionProcesses(): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    const cmd = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
-    if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid && cmd.includes('tinypool')) pids.push(Number(entry));
-  }
-  return pids;
-}
+/** Extraction processes (tinypool children) of this test process. */
+const extractionProcesses = () => extractionProcessesOf(process.pid);
 
 describe('a provider-backed preview that does not finish', () => {
   it('stopped by the CPU limit: 502 processing_interrupted, no plan, the unfinished pages refunded', { timeout: 120_000 }, async () => {

@@ -154,5 +154,5 @@ export function validFromSchema(schema: JsonSchema, root: JsonSchema = schema, d
   }
 }
 
-/** Characters no request string may hold: NUL, other C0 controls, DEL, and unpaired surrogates. */
-export const controlCharacter = fc.constantFrom('\u0000', '\u0001', '\u0008', '\u000b', '\u001b', '\u001f', '\u007f', '\ud800', '\udfff', 'a\udc00');
+/** Characters no request string may hold: NUL, other C0 controls, DEL, C1 controls, bidirectional overrides and isolates, unpaired surrogates. */
+export const controlCharacter = fc.constantFrom('\u0000', '\u0001', '\u0008', '\u000b', '\u001b', '\u001f', '\u007f', '\u0085', '\u009b', '\u202e', '\u2066', '\ud800', '\udfff', 'a\udc00');

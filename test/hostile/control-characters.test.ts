@@ -7,7 +7,8 @@ import type { TestDatabase } from '../helpers/db.ts';
 import type { McpStack } from '../helpers/mcp.ts';
 import { checkAnswer, describeFailure, expectNoFailures, hostileStack, send, SELF_ENDING, type Credentials } from './fuzz.ts';
 
-// No 5xx from input (issue 24): NUL, the other C0 controls, DEL and unpaired surrogates put into any
+// No 5xx from input (issue 24): NUL, the other C0 controls, DEL, C1 controls (U+0085), bidirectional
+// overrides and isolates (U+202E) and unpaired surrogates put into any
 // string of a request otherwise shaped like its schema (path parameters, query, body) get 400
 // validation_error on every route, and a validation_error tool error on every MCP tool. A U+0000 in a
 // filename, an idempotency key or a query once answered 500 (PostgreSQL refuses NUL in text).

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ExtractionError } from '../../core/ingest/extract/index.ts';
 import { bytesSource } from '../../core/ingest/extraction/parts.ts';
-import { createExtractionPool, type ExtractionPool } from '../../core/ingest/extraction/pool.ts';
+import { createExtractionPool, ExtractionProcessLost, type ExtractionPool } from '../../core/ingest/extraction/pool.ts';
 import { inProcessExtraction } from '../helpers/in-process-extraction.ts';
 import { flateBombPdf, keyPathBomb, nestedDivs } from '../helpers/hostile-files.ts';
 
@@ -18,8 +19,9 @@ const poolWith = (over: { cpuSeconds?: number; memoryMb?: number; limits?: Parti
   pools.push(pool);
   return pool;
 };
-afterAll(async () => {
-  await Promise.all(pools.map((p) => p.close()));
+// Each test's pools end with it: a process one of them starts late is not counted as the next test's.
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.close()));
 });
 
 /** Live child processes of `parent`, from /proc. */
@@ -176,5 +178,91 @@ describe('extraction processes', () => {
     parent.kill('SIGKILL');
     for (let i = 0; i < 50 && (await alive(child!)); i++) await sleep(100);
     expect(await alive(child!)).toBe(false);
+  });
+});
+
+/** A pool whose log lines are kept, to see what it says about its processes. */
+function loggedPool(over: { processes?: number; cpuSeconds?: number }) {
+  const lines: { level: number; msg: string; pid?: number }[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const pool = createExtractionPool({ processes: 1, cpuSeconds: 60, memoryMb: 1024, limits: LIMITS, ...over, logger });
+  pools.push(pool);
+  return { pool, lines };
+}
+
+/** Extraction processes started since `before` was taken, running (not zombies). */
+async function newProcesses(before: number[]): Promise<number[]> {
+  const out: number[] = [];
+  for (const pid of await childrenOf(process.pid)) if (!before.includes(pid) && (await alive(pid))) out.push(pid);
+  return out;
+}
+
+const small = Buffer.from('# Kestrel\n\nKestrel launched in 2024 under Ana Smith.');
+// Deadlines that hold on a loaded machine (load 10+): a process start can take seconds there.
+const EVENTUALLY = { timeout: 60_000, interval: 50 };
+
+/** A build that tells when its process asks for the bytes: from then on the task is in that process. */
+function announcedBuild(pool: ExtractionPool, bytes: Buffer) {
+  let asked!: () => void;
+  const started = new Promise<void>((resolve) => (asked = resolve));
+  const source = { size: bytes.byteLength, read: async (at: number, length: number) => (asked(), bytes.subarray(at, at + length)) };
+  const result = pool.build('account-a', { jobId: '00000000-0000-4000-8000-000000000001', source, contentType: 'text/html', crossSiteRedirect: false });
+  return { started, result };
+}
+
+describe('an extraction process that dies (the OOM killer, an operator, a signal to the group)', () => {
+  it('idle: is logged and replaced, and the next task runs', { timeout: 120_000 }, async () => {
+    const before = await childrenOf(process.pid);
+    const { pool, lines } = loggedPool({});
+    await build(pool, small, 'text/markdown');
+    const [idle] = await newProcesses(before);
+    expect(idle).toBeDefined();
+    process.kill(idle!, 'SIGKILL');
+    await expect.poll(() => lines.some((l) => l.msg.startsWith('an idle extraction process ended')), EVENTUALLY).toBe(true);
+    // The pool keeps one process warm: a new one takes the dead one's place without a task asking.
+    await expect.poll(async () => (await newProcesses(before)).filter((p) => p !== idle).length, EVENTUALLY).toBe(1);
+    await expect(build(pool, small, 'text/markdown')).resolves.toMatchObject({ title: 'Kestrel' });
+  });
+
+  it('busy: its task fails with a retryable error naming what happened, and the next task runs', { timeout: 120_000 }, async () => {
+    const before = await childrenOf(process.pid);
+    const { pool, lines } = loggedPool({ cpuSeconds: 600 });
+    const { started, result } = announcedBuild(pool, nestedDivs(400_000));
+    const outcome = result.catch((e: unknown) => e);
+    await started;
+    const [busy] = await newProcesses(before);
+    process.kill(busy!, 'SIGKILL');
+    const err = await outcome;
+    expect(err).toBeInstanceOf(ExtractionProcessLost);
+    expect(err).toMatchObject({ retryable: true, message: expect.stringContaining('ended before it finished') });
+    expect(lines.some((l) => l.msg === 'extraction process ended unexpectedly' && l.pid === busy)).toBe(true);
+    await expect(build(pool, small, 'text/markdown')).resolves.toMatchObject({ title: 'Kestrel' });
+  });
+
+  it('killed while it starts, with a task waiting for it: the task still runs', { timeout: 120_000 }, async () => {
+    const before = await childrenOf(process.pid);
+    const { pool } = loggedPool({});
+    // The task waits for the process the pool is starting; that process dies before it is ready.
+    const result = build(pool, small, 'text/markdown');
+    const [starting] = await newProcesses(before);
+    process.kill(starting!, 'SIGKILL');
+    await expect(result).resolves.toMatchObject({ title: 'Kestrel' });
+  });
+
+  it('a SIGTERM or SIGINT sent to the whole process group does not end a busy process: its parent drains it', { timeout: 120_000 }, async () => {
+    const before = await childrenOf(process.pid);
+    const { pool, lines } = loggedPool({});
+    const doc = Buffer.from(`<html><body>${'<p>Kestrel launched in 2024 under Ana Smith.</p>'.repeat(20_000)}</body></html>`);
+    const { started, result } = announcedBuild(pool, doc);
+    await started;
+    const [busy] = await newProcesses(before);
+    process.kill(busy!, 'SIGTERM');
+    process.kill(busy!, 'SIGINT');
+    await expect(result).resolves.toMatchObject({ counts: { total: expect.any(Number) } });
+    expect(await alive(busy!)).toBe(true);
+    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+    // Closing the pool ends them.
+    await pool.close();
+    expect(await alive(busy!)).toBe(false);
   });
 });

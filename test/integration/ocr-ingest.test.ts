@@ -181,6 +181,30 @@ describe('provider-backed previews', () => {
   });
 });
 
+describe('a scanned PDF whose OCR finds no text', () => {
+  it('is refused by the dry run as the live path refuses it: 400 invalid_ingest_request, nothing charged, nothing kept', { timeout: 180_000 }, async () => {
+    // One page that paints a picture of a blank page: a scan, and OCR reads nothing on it.
+    const blankScan = await scannedPdf([[]]);
+    const a = await newAccount();
+    const dry = await call(api.baseUrl, a.key, 'POST', '/v1/ingest/file', upload(blankScan));
+    expect(dry.status, JSON.stringify(dry.body)).toBe(400);
+    expect(dry.body.error).toMatchObject({ code: 'invalid_ingest_request', message: 'The PDF contains no extractable text.' });
+    expect(dry.headers.get('x-service-credit-cost')).toBe('0');
+    expect(dry.headers.get('x-service-credit-remaining')).toBe('1000');
+    expect(await charged(a.id)).toBe(0);
+    const [preview] = await sql<{ id: string; status: string }>('select id, status from provider_preview where account_id = ?', [a.id]);
+    expect(preview).toMatchObject({ status: 'failed' });
+    expect(await sql('select page from ocr_page where owner_id = ?', [preview!.id])).toEqual([]);
+    expect(await sql('select status, charged from credit_reservation where id = ?', [preview!.id])).toEqual([{ status: 'settled', charged: 0 }]);
+
+    // The live path: the job fails with the same message, not retryable.
+    const live = await call(api.baseUrl, a.key, 'POST', '/v1/ingest/file', upload(blankScan, `blank-${randomUUID()}`));
+    expect(live.status).toBe(202);
+    const job = await waitJob(a.key, live.body.job.id);
+    expect(job).toMatchObject({ status: 'failed', failure: { retryable: false, message: dry.body.error.message } });
+  });
+});
+
 describe('live OCR of a scanned PDF that was not previewed', () => {
   it('runs as its own activity, charges each page once, and every record cites its page', { timeout: 120_000 }, async () => {
     const a = await newAccount();

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { approveDevice, createDeviceAuthorization, endCliSession, pollDeviceToken, verificationUrl } from '../../../core/auth/device.ts';
+import type { RateLimiter } from '../../../core/metering/rate-limit.ts';
 import type { Config } from '../../../platform/config.ts';
 import {
   CliAuthStatus,
@@ -19,14 +20,17 @@ const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404
 
 type App = Parameters<FastifyPluginAsyncZod>[0];
 
-export const cliAuthRoutes: FastifyPluginAsyncZod<{ config: Config }> = async (app, { config }) => {
-  deviceRoutes(app, config);
+export const cliAuthRoutes: FastifyPluginAsyncZod<{ config: Config; rateLimiter?: RateLimiter }> = async (app, { config, rateLimiter }) => {
+  deviceRoutes(app, config, rateLimiter);
   tokenRoute(app, config);
   cliSessionRoutes(app);
 };
 
-/** The device flow's first steps: the CLI asks for a code, the signed-in person approves it. */
-function deviceRoutes(app: App, config: Config) {
+/**
+ * The device flow's first steps: the CLI asks for a code, the signed-in person approves it. Asking
+ * needs no credential, and each code is a row until it expires: limited per client address.
+ */
+function deviceRoutes(app: App, config: Config, rateLimiter?: RateLimiter) {
   app.post(
     '/v1/auth/cli/device',
     {
@@ -38,6 +42,7 @@ function deviceRoutes(app: App, config: Config) {
       },
     },
     async (request, reply) => {
+      await rateLimiter?.consumeDeviceCode(request.ip);
       const { deviceCode, device } = await createDeviceAuthorization(request.em, config.auth, request.body?.clientName);
       return reply.code(201).send({
         schemaVersion: 'service-cli-device-authorization-v1' as const,

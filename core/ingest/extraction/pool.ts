@@ -9,6 +9,12 @@
  * kills it when either is over its limit (a wall-clock backstop covers systems without /proc). The
  * task then fails with ExtractionError('limit') naming the limit, and tinypool starts a fresh process
  * for the next one.
+ *
+ * A process may also die of something else at any time (the kernel's OOM killer, an operator's kill):
+ * idle, it is logged and replaced; starting, its task runs in another; busy, its task fails with
+ * ExtractionProcessLost, which is retryable. The processes ignore SIGINT and SIGTERM: a signal to the
+ * whole process group (Ctrl-C, `kill -TERM -<pgid>`) reaches them beside their parent, which drains
+ * its tasks and then closes the pool; a process whose parent is gone ends itself (./process.ts).
  */
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -33,6 +39,18 @@ export type ExtractionPoolOptions = {
   nice?: number;
   logger?: Logger;
 };
+
+/**
+ * A task's process died while running it, of something other than a limit of the pool (a signal from
+ * outside, a crash): nothing says the document is at fault, so the task may be tried again.
+ */
+export class ExtractionProcessLost extends Error {
+  readonly retryable = true;
+  constructor(options?: { cause?: unknown }) {
+    super('The extraction process ended before it finished (it was stopped from outside); nothing was kept, and the work can be tried again.', options);
+    this.name = 'ExtractionProcessLost';
+  }
+}
 
 /** Every task names the account it is for: processes are shared fairly between accounts. */
 export type ExtractionPool = {
@@ -203,14 +221,68 @@ function watchProcess(pid: number, opts: ExtractionPoolOptions, stop: (why: stri
   };
 }
 
+/**
+ * Replacing and closing the processes. tinypool reports a process that died without a task as an
+ * 'error' event: unheard, it would end this process. It replaces a ready process itself, but not once
+ * a process died while starting; with none left, a task queued for it would wait for the next task.
+ */
+function processLives(pool: Tinypool, logger?: Logger) {
+  let closing = false;
+  // A replacement in progress: it starts a new process when it ends, so closing waits for it.
+  let recycling: Promise<void> = Promise.resolve();
+  const recycle = () => {
+    recycling = pool.recycleWorkers().catch((err: unknown) => logger?.warn({ err }, 'extraction processes not replaced'));
+  };
+  pool.on('error', (err: unknown) => {
+    if (closing) return;
+    logger?.warn({ err, processes: pool.threads.map((t) => t.threadId) }, 'an idle extraction process ended unexpectedly; it is replaced');
+    if (pool.threads.length === 0) recycle();
+  });
+  return {
+    closing: () => closing,
+    /** Replaces the idle processes now and the busy ones after their task. */
+    recycle() {
+      if (!closing) recycle();
+    },
+    async close() {
+      closing = true;
+      await recycling;
+      const pids = pool.threads.map((t) => t.threadId);
+      const destroyed = pool.destroy();
+      // tinypool's SIGTERM is ignored by the processes; it would fall back to SIGKILL after a second.
+      for (const p of pids) killNow(p);
+      await destroyed;
+    },
+  };
+}
+
+/**
+ * `attempt`, again when its process died before the task started in it (while the process was
+ * starting or idle): the task never ran. A few times at most; then, or while closing, the task fails
+ * as ExtractionProcessLost.
+ */
+async function unlessNotStarted<T>(attempt: () => Promise<T>, closing: () => boolean, logger?: Logger): Promise<T> {
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!(err instanceof NotStarted)) throw err;
+      if (n === 3 || closing()) throw new ExtractionProcessLost({ cause: err });
+      logger?.warn({ err, attempt: n }, 'extraction process ended before its task started; trying another');
+    }
+  }
+}
+
 export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPool {
   const memoryBytes = opts.memoryMb * 1_048_576;
   const pool = processPool(opts);
   const slots = fairSlots(opts.processes);
+  const lives = processLives(pool, opts.logger);
+
   async function run<T>(accountId: string, task: WireTask, source?: ByteSource): Promise<T> {
     await slots.acquire(accountId);
     try {
-      return await runNow<T>(task, source);
+      return await unlessNotStarted(() => runNow<T>(task, source), lives.closing, opts.logger);
     } finally {
       slots.release(accountId);
     }
@@ -221,9 +293,12 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
     let exceeded: string | null = null;
     let readFailed: unknown;
     let watch: ReturnType<typeof watchProcess> | undefined;
+    let pid: number | undefined;
+    // tinypool asks the process to end with SIGTERM, which the processes ignore (see above): no grace.
+    const end = () => (abort.abort(), pid !== undefined && killNow(pid));
     const stop = (why: string) => {
       exceeded ??= why;
-      abort.abort();
+      end();
     };
     const parts = partsReceiver();
     let toProcess: ((message: BytesMessage) => void) | undefined;
@@ -235,7 +310,7 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
         toProcess?.({ cairnBytes: piece });
       } catch (err) {
         readFailed ??= err;
-        abort.abort();
+        end();
       }
     };
     const channel = {
@@ -249,8 +324,8 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
           void serve(want);
           return;
         }
-        const pid = (message as Partial<StartedMessage> | null)?.cairnExtractionStarted;
-        if (typeof pid === 'number' && !watch) watch = watchProcess(pid, opts, stop);
+        const started = (message as Partial<StartedMessage> | null)?.cairnExtractionStarted;
+        if (typeof started === 'number' && !watch) watch = watchProcess((pid = started), opts, stop);
       },
     };
     try {
@@ -260,13 +335,14 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       if (err instanceof ExtractionError) throw err;
       if (readFailed) throw readFailed;
       if (exceeded) throw new ExtractionError('limit', `Extraction ${exceeded}.`);
-      // The process died by itself: V8 stops at --max-old-space-size; anything else is a crash.
+      // The process died without being stopped here: V8 stops at --max-old-space-size, and the OOM
+      // killer picks the largest process; a process low on memory was stopped from outside (or crashed).
       if (err instanceof Error && /exited unexpectedly/.test(err.message)) {
+        if (pid === undefined) throw new NotStarted(err);
         const lastRssBytes = watch?.lastRssBytes() ?? 0;
-        opts.logger?.warn({ err, lastRssBytes, kind: task.kind }, 'extraction process ended unexpectedly');
-        throw lastRssBytes > memoryBytes / 2
-          ? new ExtractionError('limit', `Extraction exceeded its memory limit of ${opts.memoryMb} MB.`)
-          : new ExtractionError('corrupt', 'The file could not be processed: its extraction ended unexpectedly.');
+        opts.logger?.warn({ err, pid, lastRssBytes, kind: task.kind }, 'extraction process ended unexpectedly');
+        if (lastRssBytes > memoryBytes / 2) throw new ExtractionError('limit', `Extraction exceeded its memory limit of ${opts.memoryMb} MB.`);
+        throw new ExtractionProcessLost({ cause: err });
       }
       throw err;
     } finally {
@@ -276,9 +352,7 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
       // Growth within the task, not the level: processes creep up over many small documents, and
       // replacing them for that costs a process start each time. OCR processes stay: their recogniser
       // is worth keeping, and they run in batches.
-      if (task.kind !== 'ocr' && (watch?.grewBytes() ?? 0) > memoryBytes / 8) {
-        pool.recycleWorkers().catch((err: unknown) => opts.logger?.warn({ err }, 'extraction processes not replaced'));
-      }
+      if (task.kind !== 'ocr' && (watch?.grewBytes() ?? 0) > memoryBytes / 8) lives.recycle();
     }
   }
 
@@ -287,8 +361,23 @@ export function createExtractionPool(opts: ExtractionPoolOptions): ExtractionPoo
     preview: (accountId, doc) => run(accountId, { kind: 'preview', ...doc, limits: opts.limits }),
     build: (accountId, { source, ...input }) => run(accountId, { kind: 'build', ...input, size: source.size, limits: opts.limits }, source),
     ocr: (accountId, bytes, pages) => run(accountId, { kind: 'ocr', bytes, pages }),
-    close: () => pool.destroy(),
+    close: () => lives.close(),
   };
+}
+
+/** The task's process died before the task started in it. */
+class NotStarted extends Error {
+  constructor(cause: unknown) {
+    super('the extraction process ended before the task started', { cause });
+  }
+}
+
+function killNow(pid: number) {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
 }
 
 /**

@@ -17,6 +17,12 @@ const watchdog = new Worker(
 );
 watchdog.unref();
 
+// The parent owns this process's life: a SIGINT or SIGTERM sent to the whole process group (Ctrl-C,
+// a supervisor stopping the service) reaches this process too, but its parent first drains the task
+// running here, then ends it (SIGKILL); the watchdog ends it if the parent is gone.
+process.on('SIGINT', () => {});
+process.on('SIGTERM', () => {});
+
 const sendNow = (message: unknown) =>
   new Promise<void>((sent, failed) => process.send!(message, undefined, {}, (err) => (err ? failed(err) : sent())));
 

@@ -5,7 +5,8 @@
  * reserved (429 / 402 as for any metered work), in one transaction with the preview's row. The pages
  * are then recognised in batches within OCR_PREVIEW_TIMEOUT_SECONDS and the reservation settled:
  * completed, the whole OCR is charged and the text kept for OCR_PREVIEW_RETENTION_HOURS so queueing the
- * same bytes reuses it (./reuse.ts); stopped by the deadline or a limit, 502 processing_interrupted
+ * same bytes reuses it (./reuse.ts); refused by the document (no text even after OCR), the live path's
+ * 400 invalid_ingest_request and nothing charged; stopped by the deadline or a limit, 502 processing_interrupted
  * with the finished pages charged; an answer that cannot be checked (the extraction process died, a
  * page missing) or a result that could not be recorded, 502 processing_outcome_unverified. A failed
  * preview returns no plan and leaves nothing to reuse.
@@ -128,20 +129,30 @@ export async function providerBackedPreview(
   }
 }
 
-/** Settles a preview that did not finish (the finished pages stay charged) and says why, as the spec names it. */
+/**
+ * Settles a preview that did not finish and says why, as the spec names it. The document refused
+ * (no text even after OCR, unreadable): the live path's 400 with its message, and nothing charged, as
+ * the live path charges nothing for a document it refuses. Stopped by a limit or the deadline: the
+ * finished pages stay charged. Otherwise the outcome is not known.
+ */
 async function failed(deps: ProviderPreviewDeps, reserved: Reserved, { quota, pagesDone }: { quota: Record<string, string>; pagesDone: number }, err: unknown): Promise<AppError> {
+  const refused = err instanceof ExtractionError && err.reason !== 'limit';
   const interrupted = err instanceof Deadline || (err instanceof ExtractionError && err.reason === 'limit');
-  if (!interrupted) deps.logger.warn({ err, reservationId: reserved.reservationId }, 'provider-backed preview outcome could not be verified');
+  if (!interrupted && !refused) deps.logger.warn({ err, reservationId: reserved.reservationId }, 'provider-backed preview outcome could not be verified');
   let headers = { ...creditHeaders(reserved.balance, reserved.held), ...quota };
   try {
     const settled = await deps.em.transactional(async (tx) => {
+      // The pages recognised count against the daily provider budget, charged or not.
       await markPreview(tx, reserved.reservationId, 'failed', pagesDone);
-      return settle(tx, reserved.reservationId, 'failed_after_retrieval', { providerCostUsed: pagesDone * deps.provider.creditsPerPage });
+      return refused
+        ? settle(tx, reserved.reservationId, 'recognition_failed')
+        : settle(tx, reserved.reservationId, 'failed_after_retrieval', { providerCostUsed: pagesDone * deps.provider.creditsPerPage });
     });
     headers = { ...creditHeaders(settled.balance, settled.charged), ...quota };
   } catch (settleErr) {
     deps.logger.error({ err: settleErr, reservationId: reserved.reservationId }, 'failed preview could not be settled; the sweeper will');
   }
+  if (refused) return new AppError(400, 'invalid_ingest_request', err.publicMessage, headers);
   return interrupted
     ? new AppError(502, 'processing_interrupted',
       `OCR of the preview stopped after ${pagesOf(pagesDone)}${err instanceof Deadline ? ': it ran out of time' : `: ${(err as ExtractionError).publicMessage}`}. The recognised pages are charged; no plan was made.`,

@@ -10,7 +10,7 @@ import { consumeQuota, quotaHeaders, readQuota } from '../../metering/quotas.ts'
 import type { FreeWorkLimiter } from '../../../platform/ops/free-work.ts';
 import { ExtractionError, type SupportedContentType } from '../extract/types.ts';
 import type { Previewable } from '../prepare/prepare.ts';
-import type { ExtractionPool } from '../extraction/pool.ts';
+import { ExtractionProcessLost, type ExtractionPool } from '../extraction/pool.ts';
 import { fetchSource, invalidIngest } from '../fetch-source.ts';
 import { findJob, insertSubmission, jobOfKey, type Job } from '../jobs.queries.ts';
 import { providerBackedPreview, withRecognisedText, type OcrPlan, type ProviderPreviewDeps } from '../ocr/preview.ts';
@@ -36,15 +36,23 @@ const invalid = invalidIngest;
 
 // Dry runs -----------------------------------------------------------------------------------------
 
-/** Extraction refusals are the caller's input: 400 invalid_ingest_request with the public reason. */
+/**
+ * Extraction refusals are the caller's input: 400 invalid_ingest_request with the public reason. An
+ * extraction process stopped from outside is nobody's input: 502 ingest_job_failed, worth a retry.
+ */
 async function refusedAs400<T>(work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (err) {
     if (err instanceof ExtractionError) throw invalid(err.publicMessage);
+    if (err instanceof ExtractionProcessLost) {
+      throw new AppError(502, 'ingest_job_failed', `The file could not be checked: ${lowerFirst(err.message)} Nothing was charged.`, { 'retry-after': '1' });
+    }
     throw err;
   }
 }
+
+const lowerFirst = (s: string) => s.charAt(0).toLowerCase() + s.slice(1);
 
 export async function previewUrl(deps: IngestDeps, principal: Principal, rawUrl: string) {
   const url = parseSourceUrl(rawUrl);

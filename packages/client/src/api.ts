@@ -1764,7 +1764,11 @@ export interface components {
                 messages?: number;
                 claim_id?: string | null;
                 claim_state?: string | null;
+                /** @description Every claim the event derived, in message order; claim_id is the first. */
+                claim_ids?: string[];
                 conflicts_with?: string[];
+                /** @description Current claims this event ended: a statement of change ("I live in Madrid now") supersedes the claim of the same slot. */
+                supersedes?: string[];
                 /** @description The current claim that already says this (no duplicate is stored). */
                 duplicate_of?: string;
                 note?: string;
@@ -3020,7 +3024,11 @@ export interface components {
                 messages?: number;
                 claim_id?: string | null;
                 claim_state?: string | null;
+                /** @description Every claim the event derived, in message order; claim_id is the first. */
+                claim_ids?: string[];
                 conflicts_with?: string[];
+                /** @description Current claims this event ended: a statement of change ("I live in Madrid now") supersedes the claim of the same slot. */
+                supersedes?: string[];
                 /** @description The current claim that already says this (no duplicate is stored). */
                 duplicate_of?: string;
                 note?: string;

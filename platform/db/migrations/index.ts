@@ -29,6 +29,7 @@ import { Migration0028Embeddings } from './0028-embeddings.ts';
 import { Migration0029Ocr } from './0029-ocr.ts';
 import { Migration0030Routines } from './0030-routines.ts';
 import { Migration0031ClaimsPerEvent } from './0031-claims-per-event.ts';
+import { Migration0032LabelNfc } from './0032-label-nfc.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -68,4 +69,5 @@ export const migrationsList = [
   { name: '0029-ocr', class: Migration0029Ocr },
   { name: '0030-routines', class: Migration0030Routines },
   { name: '0031-claims-per-event', class: Migration0031ClaimsPerEvent },
+  { name: '0032-label-nfc', class: Migration0032LabelNfc },
 ];

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRateLimiter } from '../../../core/metering/rate-limit.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startApi, testTemporalClient } from '../../helpers/services.ts';
 import {
@@ -347,5 +348,26 @@ describe('CLI session (GET/DELETE /v1/auth/cli/session)', () => {
     const token = await cliSignIn(client, cookie);
     expect((await client.delete('/v1/auth/session', { as: { cookie } })).status).toBe(200);
     expect((await client.get('/v1/auth/cli/session', { as: { bearer: token } })).status).toBe(200);
+  });
+});
+
+describe('device code creation, per client address', () => {
+  it('is limited (429 rate_limited with retry-after) per address; other addresses are not affected', async () => {
+    const limiter = createRateLimiter(db.url, 600, undefined, { deviceCodesPerHour: 3 });
+    const limited = await startApi({ orm: db.orm, temporal, rateLimiter: limiter, env: { TRUST_PROXY: 'loopback' } });
+    try {
+      const start = (from: string) => fetch(`${limited.baseUrl}/v1/auth/cli/device`, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': from }, body: '{}',
+      });
+      for (let i = 0; i < 3; i++) expect((await start('203.0.113.70')).status).toBe(201);
+      const refused = await start('203.0.113.70');
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as Json).error.code).toBe('rate_limited');
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await start('203.0.113.71')).status).toBe(201);
+    } finally {
+      await limited.close();
+      await limiter.close();
+    }
   });
 });

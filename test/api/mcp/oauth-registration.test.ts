@@ -46,8 +46,8 @@ afterAll(async () => {
 
 let address = 10;
 /** A registration from its own client address (through the trusted loopback proxy), unless one is given. */
-async function register(metadata: Record<string, unknown>, from = `198.51.100.${address++}`) {
-  const res = await fetch(`${stack.baseUrl}/oauth/reg`, {
+async function register(metadata: Record<string, unknown>, from = `198.51.100.${address++}`, path = '/oauth/reg') {
+  const res = await fetch(`${stack.baseUrl}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-forwarded-for': from },
     body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:9/cb'], token_endpoint_auth_method: 'none', ...metadata }),
@@ -107,5 +107,17 @@ describe('dynamic client registration', () => {
     expect(refused.body.error.code).toBe('rate_limited');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await register({}, '203.0.113.51')).status).toBe(201);
+  });
+
+  it('counts a registration at any spelling the authorization server accepts (case, trailing slash, doubled slash)', async () => {
+    const from = '203.0.113.60';
+    const spellings = ['/oauth/REG', '/oauth/reg/', '/oauth/Reg?x=1', '/oauth//reg', '/oauth/%72eg'];
+    const statuses: number[] = [];
+    for (const path of spellings) statuses.push((await register({}, from, path)).status);
+    // Three are allowed; whatever the spelling, the rest are refused (a spelling the server does not
+    // route is its 404, which is no registration either).
+    expect(statuses.filter((s) => s === 201).length).toBeLessThanOrEqual(3);
+    expect(statuses.slice(3).every((s) => s === 429 || s === 404)).toBe(true);
+    expect(statuses).toContain(429);
   });
 });

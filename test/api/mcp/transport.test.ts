@@ -143,6 +143,17 @@ describe('discovery metadata', () => {
     }
   });
 
+  it('the discovery documents name the configured public URL, whatever Host or X-Forwarded-Host a request carries', async () => {
+    const forged = { host: 'evil.example:666', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' };
+    for (const path of ['/oauth/.well-known/openid-configuration', '/.well-known/oauth-authorization-server/oauth']) {
+      const res = await httpRequest(`${stack.baseUrl}${path}`, { headers: forged });
+      expect(res.statusCode).toBe(200);
+      const own = (await res.body.json()) as Json;
+      expect(JSON.stringify(own)).not.toContain('evil.example');
+      expect(own).toMatchObject({ issuer: `${stack.baseUrl}/oauth`, authorization_endpoint: `${stack.baseUrl}/oauth/auth`, registration_endpoint: `${stack.baseUrl}/oauth/reg` });
+    }
+  });
+
   it('the /mcp mount on the API port has its own resource metadata, also at the RFC 9728 path-inserted address', async () => {
     const mounted = `${stack.baseUrl}/mcp`;
     for (const url of [`${mounted}/.well-known/oauth-protected-resource`, `${stack.baseUrl}/.well-known/oauth-protected-resource/mcp`]) {

@@ -5,6 +5,7 @@ import { ApiClient, cliSignIn, expectError, signIn, sqlClient, type Json, type S
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../../helpers/services.ts';
 import { accountWithKeys, memoryClient, tag } from './helpers.ts';
+import { nfcLabels } from '../../../platform/db/migrations/0032-label-nfc.ts';
 
 // Native memory over real HTTP, real PostgreSQL and a real Temporal worker (spec 2.4, 3.4, 3.5, 4.5, 5, 6).
 
@@ -105,6 +106,45 @@ describe('workspaces, peers and sessions', () => {
     await c.mem(full, 'POST', '/peers', { id: l });
     await c.mem(B.keys.full!, 'POST', '/peers', { id: l });
     expect(await sql.count('select 1 from memory_peer where label = $1', [l])).toBe(2);
+  });
+
+  it('labels are Unicode-normalised (NFC): composed and decomposed "josé", the Kelvin sign and K name one peer and one session', async () => {
+    const base = tag('nf');
+    const composed = `${base}-jos\u00e9`;
+    const decomposed = `${base}-jose\u0301`;
+    const kelvin = `${base}-\u212a`;
+    const k = `${base}-K`;
+    for (const kind of ['peers', 'sessions']) {
+      const first = await c.mem(full, 'POST', `/${kind}`, { id: decomposed });
+      expect(first.status, first.text).toBe(200);
+      expect(first.body.id).toBe(composed);
+      expect((await c.mem(full, 'POST', `/${kind}`, { id: composed })).body).toEqual(first.body);
+      expect((await c.mem(full, 'GET', `/${kind}/${enc(decomposed)}`)).body).toEqual(first.body);
+      const kel = await c.mem(full, 'POST', `/${kind}`, { id: kelvin });
+      expect(kel.body.id).toBe(k);
+      expect((await c.mem(full, 'GET', `/${kind}/${enc(k)}`)).body).toEqual(kel.body);
+      const table = kind === 'peers' ? 'memory_peer' : 'memory_session';
+      expect(await sql.query(`select label from ${table} where account_id = $1 and label like $2 order by label`, [A.account.id, `${base}%`]))
+        .toEqual([{ label: k }, { label: composed }]);
+    }
+    // A message written with the decomposed labels lands on the same peer and session.
+    const w = await c.mem(full, 'POST', `/sessions/${enc(decomposed)}/messages`, { peer_id: decomposed, messages: [{ role: 'user', content: 'Hello.' }] });
+    expect(w.status, w.text).toBe(200);
+  });
+
+  it('labels stored before normalisation are put in NFC; spellings that meet are kept apart, not merged', async () => {
+    const base = tag('mig');
+    const insert = (label: string, age: string) => sql.query(
+      `insert into memory_peer (id, account_id, workspace, label, created_at) values ($1, $2, 'default', $3, now() - $4::interval) returning id`,
+      [randomUUID(), B.account.id, label, age]);
+    await insert(`${base}-jose\u0301`, '3 hours'); // decomposed, the only spelling: becomes composed
+    await insert(`${base}-caf\u00e9`, '1 hour'); // composed already: keeps its label
+    const [dup] = await insert(`${base}-cafe\u0301`, '2 hours'); // decomposed twin of an existing label
+    await sql.query(nfcLabels('memory_peer'));
+    const rows = await sql.query<{ label: string }>('select label from memory_peer where account_id = $1 and label like $2 order by label', [B.account.id, `${base}%`]);
+    expect(rows.map((r) => r.label)).toEqual([`${base}-caf\u00e9`, `${base}-caf\u00e9 (duplicate ${(dup as { id: string }).id.slice(0, 8)})`, `${base}-jos\u00e9`]);
+    // Reachable through the API under the normalised label.
+    expect((await c.mem(B.keys.full!, 'GET', `/peers/${enc(`${base}-jose\u0301`)}`)).status).toBe(200);
   });
 });
 
