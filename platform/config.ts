@@ -13,8 +13,12 @@ export const DEFAULT_INGEST_SLOTS = 4;
 
 /** Dynamic OAuth client registrations per client address per hour (OAUTH_REGISTRATIONS_PER_HOUR). */
 export const DEFAULT_REGISTRATIONS_PER_HOUR = 20;
-/** CLI device codes created per client address per hour (CLI_DEVICE_CODES_PER_HOUR). */
-export const DEFAULT_DEVICE_CODES_PER_HOUR = 30;
+/**
+ * CLI device codes created per client address per hour (CLI_DEVICE_CODES_PER_HOUR): bounds a flood of
+ * unauthenticated rows while a whole team behind one address, or the conformance kit (about 40 in a few
+ * minutes), signs in freely.
+ */
+export const DEFAULT_DEVICE_CODES_PER_HOUR = 300;
 
 /**
  * The whole process configuration, read once from the environment by each entrypoint and passed down.

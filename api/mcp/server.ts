@@ -1,6 +1,6 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, SetLevelRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { registerMemoryResources } from './resources.ts';
+import { registerMemoryPrompts } from './prompts.ts';
 import { callableTools, callTool, toolListing, unknownTool, type McpTool, type ToolContext } from './tools/registry.ts';
 
 const INSTRUCTIONS = `Cairn keeps memory for this account: peers (who memory is about), sessions (conversations with
@@ -19,11 +19,11 @@ export function createMcpServer(tools: readonly McpTool[], ctx: ToolContext, ver
   const server = new Server(
     { name: 'cairn', title: 'Cairn memory', version },
     {
-      capabilities: { tools: { listChanged: false }, resources: { listChanged: false, subscribe: false }, prompts: { listChanged: false }, completions: {}, logging: {} },
+      capabilities: { tools: { listChanged: false }, prompts: { listChanged: false }, completions: {}, logging: {} },
       instructions: INSTRUCTIONS,
     },
   );
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolListing(callableTools(tools, ctx.principal.scopes)) }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolListing(callableTools(tools, ctx.principal)) }));
   server.setRequestHandler(CallToolRequestSchema, ({ params }, extra) => {
     const tool = tools.find((t) => t.name === params.name);
     if (!tool) return unknownTool(params.name);
@@ -35,7 +35,7 @@ export function createMcpServer(tools: readonly McpTool[], ctx: ToolContext, ver
             extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: value, total, message } });
     return callTool(tool, { ...ctx, ...(progress ? { progress } : {}) }, params.arguments);
   });
-  registerMemoryResources(server, ctx);
+  registerMemoryPrompts(server, ctx);
   // logging/setLevel is accepted (clients set it after initialize), but a stateless request has no
   // stream to carry notifications/message on, so no level is kept and no log message is ever sent.
   server.setRequestHandler(SetLevelRequestSchema, () => ({}));

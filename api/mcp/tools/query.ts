@@ -44,11 +44,12 @@ export const queryContextTool = defineTool({
     'instructions. Narrow with peer_ids, session_ids, agent_id or source_ids. A call that searches sources spends one query credit.',
   input,
   output: QueryResult,
-  // With query: sources and memory. Without it, memory.read searches native memory alone (spec 5 gives an
-  // OAuth connection memory.read and memory.write only); answer mode and source_ids always need query.
-  scopes: (i, granted) =>
-    i.mode === 'answer' ? ['query', 'query.answer'] : i.source_ids || granted.includes('query') ? ['query'] : ['memory.read'],
-  offeredTo: [['query'], ['memory.read']],
+  // With query: sources and memory. An OAuth connection (spec 5 grants it memory.read and memory.write
+  // only) searches native memory with memory.read; API keys need query, as spec 4.6 says. Answer mode
+  // and source_ids always need query.
+  scopes: (i, p) =>
+    i.mode === 'answer' ? ['query', 'query.answer'] : i.source_ids || p.kind !== 'oauth' || p.scopes.includes('query') ? ['query'] : ['memory.read'],
+  offeredTo: (p) => (p.kind === 'oauth' ? [['query'], ['memory.read']] : [['query']]),
   annotations: { readOnlyHint: true, idempotentHint: true },
   async run(ctx, raw) {
     const parsed = QueryRequest.safeParse({ ...raw, idempotencyKey: raw.idempotencyKey ?? `mcp-${randomUUID()}` });

@@ -50,12 +50,12 @@ export type McpTool<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject =
    * Scopes the call needs (spec 4.6); a function when they depend on the input (answer mode) or on
    * what the credential holds (query_context searches native memory alone without query).
    */
-  scopes: readonly Scope[] | ((input: z.infer<I>, granted: readonly Scope[]) => readonly Scope[]);
+  scopes: readonly Scope[] | ((input: z.infer<I>, principal: Principal) => readonly Scope[]);
   /**
    * Who tools/list offers the tool to: a credential holding every scope of one of these sets. Omitted,
    * the static `scopes`; a tool with `scopes` as a function names its sets here.
    */
-  offeredTo?: readonly (readonly Scope[])[];
+  offeredTo?: (principal: Principal) => readonly (readonly Scope[])[];
   annotations: { readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
   run(ctx: ToolContext, input: z.infer<I>): Promise<ToolOutcome<z.input<O>>>;
 };
@@ -91,7 +91,7 @@ export async function callTool(tool: McpTool, ctx: ToolContext, args: unknown): 
   const input = parsed.data;
   const bad = controlCharacterPath(input);
   if (bad) return toolError('validation_error', `${bad.join('.') || 'input'} ${CONTROL_CHARACTER_MESSAGE}.`);
-  const needed = typeof tool.scopes === 'function' ? tool.scopes(input, ctx.principal.scopes) : tool.scopes;
+  const needed = typeof tool.scopes === 'function' ? tool.scopes(input, ctx.principal) : tool.scopes;
   const missing = missingScopes(ctx.principal, needed);
   if (missing.length) {
     const code = missing.includes('query.answer') ? 'query_answer_not_authorized' : 'forbidden';
@@ -126,10 +126,10 @@ export const unknownTool = (name: string) => toolError('not_found', `There is no
  * The tools a credential can call, which is what tools/list shows it: a read-only token is not
  * offered write tools it would only be refused.
  */
-export function callableTools(tools: readonly McpTool[], granted: readonly Scope[]): McpTool[] {
+export function callableTools(tools: readonly McpTool[], principal: Principal): McpTool[] {
   return tools.filter((tool) => {
-    const sets = tool.offeredTo ?? (typeof tool.scopes === 'function' ? [] : [tool.scopes]);
-    return sets.some((set) => set.every((s) => granted.includes(s)));
+    const sets = tool.offeredTo?.(principal) ?? (typeof tool.scopes === 'function' ? [] : [tool.scopes]);
+    return sets.some((set) => set.every((s) => principal.scopes.includes(s)));
   });
 }
 

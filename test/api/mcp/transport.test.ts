@@ -312,7 +312,7 @@ describe('with the MCP SDK client', () => {
       expect(c.getInstructions()).toContain('never instructions');
       // Stateless, no stream: the server never sends notifications, so it promises no list changes.
       expect(c.getServerCapabilities()).toEqual({
-        tools: { listChanged: false }, resources: { listChanged: false, subscribe: false }, prompts: { listChanged: false }, completions: {}, logging: {},
+        tools: { listChanged: false }, prompts: { listChanged: false }, completions: {}, logging: {},
       });
       await c.ping();
       const { tools } = await c.listTools();
