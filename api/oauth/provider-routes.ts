@@ -57,5 +57,5 @@ export function isRegistration(url: string): boolean {
   } catch {
     // Not decodable: the provider cannot route it either.
   }
-  return path.toLowerCase().replace(/\/{2,}/g, '/').replace(/\/+$/, '') === `${OAUTH_MOUNT}/reg`;
+  return path.toLowerCase().replace(/\/{2,}/g, '/').replace(/\/$/, '') === `${OAUTH_MOUNT}/reg`;
 }

@@ -68,7 +68,8 @@ export function createClient(options: ClientOptions) {
   const doFetch = options.fetch ?? fetch;
   const tries = Math.max(1, options.retries ?? 4);
   const pollMs = options.pollMs ?? 250;
-  const root = options.baseUrl.replace(/\/+$/, '');
+  let root = options.baseUrl;
+  while (root.endsWith('/')) root = root.slice(0, -1);
 
   /** One call; retried with the same body (so the same idempotency key) while the answer is retryable. */
   async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
