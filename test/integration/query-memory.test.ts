@@ -136,8 +136,9 @@ describe('conflicts memory knows, in every query mode', () => {
   let porto: Json;
   let madrid: Json;
   beforeAll(async () => {
+    // Two homes without a word of change: a conflict ("I live in Madrid now" would supersede Porto).
     await say(key, 'alice', 'moves', 'I live in Porto.');
-    await say(key, 'alice', 'moves', 'I live in Madrid now.');
+    await say(key, 'alice', 'moves', 'I live in Madrid.');
     const claims = (await mem(key, 'POST', '/claims/list', { peer_id: 'alice' })).body.items as Json[];
     porto = claims.find((c) => /Porto/.test(c.content));
     madrid = claims.find((c) => /Madrid/.test(c.content));
@@ -159,8 +160,11 @@ describe('conflicts memory knows, in every query mode', () => {
       }
       if (mode === 'context') expect(r.context.text).toContain('[note, generated, not citable]');
       if (mode === 'answer') {
-        const stated = r.answer.sentences.filter((s: Json) => !s.note).map((s: Json) => s.text);
-        expect(stated).toEqual(expect.arrayContaining([porto.content, madrid.content]));
+        // The answerer answers with the part of a side that answers (a place for "where"); the note
+        // cites both sides.
+        const stated = r.answer.sentences.filter((s: Json) => !s.note).map((s: Json) => s.text as string);
+        expect(stated.length).toBeGreaterThan(0);
+        for (const text of stated) expect([porto.content, madrid.content].some((side: string) => side.includes(text.replace(/\.$/, '')))).toBe(true);
         const note = r.answer.sentences.find((s: Json) => s.note === 'conflict');
         expect(note, JSON.stringify(r.answer)).toBeDefined();
         expect([...note.citations].sort()).toEqual([...c.citationHandles].sort());
@@ -178,7 +182,7 @@ describe('conflicts memory knows, in every query mode', () => {
   });
 
   it('a correction settles it: no conflict is reported afterwards', async () => {
-    const put = await mem(key, 'PUT', `/claims/${madrid.id}`, { content: 'alice lives in Madrid.', head_revision: madrid.head_revision, reason: 'confirmed with alice' });
+    const put = await mem(key, 'PUT', `/claims/${madrid.id}`, { content: 'alice lives in central Madrid.', head_revision: madrid.head_revision, reason: 'confirmed with alice' });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     for (const mode of ['evidence', 'answer']) {
       const r = await run({ mode, query: 'Where does alice live?', peer_ids: ['alice'] });
