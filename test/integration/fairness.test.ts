@@ -65,6 +65,15 @@ describe('ingest across accounts', () => {
     // A's first job runs and the rest wait in the ingest queue's backlog, their build activities scheduled.
     await expect.poll(started, { timeout: 60_000 }).toBeGreaterThan(0);
     for (const id of aJobs) await expect.poll(() => buildScheduled(id), { timeout: 60_000 }).toBe(true);
+    // While they wait, each job says its place in the account's line, read in one snapshot: the started
+    // ones have startedAt (their status stays queued, as the contract lists), the waiting ones count 1, 2, ...
+    const listed = await fetch(`${api.baseUrl}/v1/ingest/jobs?limit=20`, { headers: a });
+    const jobs = ((await listed.json()) as { jobs: { id: string; status: string; startedAt: string | null; queuePosition: number | null }[] }).jobs.reverse();
+    const waiting = jobs.filter((j) => j.status === 'queued' && !j.startedAt);
+    expect(waiting.length).toBeGreaterThan(0);
+    expect(waiting.map((j) => j.queuePosition)).toEqual(waiting.map((_, i) => i + 1));
+    expect(jobs.filter((j) => j.startedAt).every((j) => j.queuePosition === null)).toBe(true);
+    expect(jobs.some((j) => j.startedAt)).toBe(true);
     const bJob = await submit(b, 'b.md', 'text/markdown', Buffer.from('# B\n\nThe Kestrel launch moved to March 2027.'));
     // B joins the backlog when its workflow task has scheduled its build; on a loaded machine A's jobs
     // may have moved on by then, so the count is taken at that moment rather than at submission.
