@@ -11,6 +11,7 @@ import { mixed } from './mixed.ts';
 import { ocr } from './ocr.ts';
 import { query } from './query.ts';
 import { recall } from './recall.ts';
+import { scale } from './scale.ts';
 
 /** Every benchmark, in the order `npm run bench` runs them and docs/benchmarks.md lists them. */
-export const benchmarks: Benchmark[] = [auth, metering, ingest, memory, query, recall, mcp, mixed, injection, isolation, ocr, cluster];
+export const benchmarks: Benchmark[] = [auth, metering, ingest, memory, query, recall, mcp, mixed, injection, isolation, ocr, cluster, scale];

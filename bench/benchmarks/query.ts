@@ -103,7 +103,18 @@ async function measureQuality(orm: Orm, index: SearchIndex, accountId: string, q
  * from a small topical vocabulary that the benchmark queries use and the rest from 19,683
  * made-up words, so a query term occurs in a few percent of the excerpts, as in a real collection.
  */
-export async function loadLatencyCorpus(orm: Orm, accountId: string, size: number, log: (m: string) => void) {
+export function loadLatencyCorpus(orm: Orm, accountId: string, size: number, log: (m: string) => void) {
+  return bulkLoadRecords(orm, accountId, size, null, log);
+}
+
+/** Rows per insert when the texts come from the benchmark process. */
+const LOAD_BATCH = 5_000;
+
+/**
+ * `size` excerpts of one source in one account, with the full-text and impact index rows ingest would
+ * have written. `text(i)` gives excerpt i's text; null: loadLatencyCorpus's synthetic words, made in SQL.
+ */
+export async function bulkLoadRecords(orm: Orm, accountId: string, size: number, text: ((i: number) => string) | null, log: (m: string) => void) {
   const em = orm.em.fork();
   const source = await ingestDocument(em, accountId, 'seed.md', '# Seed\n\nThe launch codename of project Sandpiper is quasar5150.\n');
   // Bulk load: maintaining the GIN full-text index row by row made the load several
@@ -113,15 +124,12 @@ export async function loadLatencyCorpus(orm: Orm, accountId: string, size: numbe
     where schemaname = current_schema() and tablename = 'record' and indexname <> 'record_pkey'`);
   for (const i of indexes) await bound(em, sql`drop index ${sql.raw(`"${i.name}"`)}`);
   log(`inserting ${size} excerpts`);
-  // Each made-up word is three of the 27 syllables, picked from the word's number by arithmetic: a
-  // prebuilt array of all 19,683 words would be detoasted on every subscript (about 30x slower).
-  await bound(em, sql`insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, content_hash)
-    with v as materialized (select string_to_array(${VOCABULARY}, ' ') as w, string_to_array(${SYLLABLES}, ' ') as y)
-    select gen_random_uuid(), ${accountId}, ${source}, 'excerpt', t.text, 0, length(t.text), md5(t.text)
-      from (select (select string_agg(case when k % 30 = 0 then v.w[1 + ((g * 31 + k * 17) % array_length(v.w, 1))]
-                                           else v.y[1 + x / 27 % 27] || v.y[1 + x % 27] || v.y[1 + x / 729] end, ' ')
-                      from generate_series(1, 60) k, lateral (select (g * 7919 + k * 104729) % 19683 as x) i) || ' ' || g as text
-              from v, generate_series(1, ${size}) g) t`);
+  if (!text) await syntheticRecords(em, accountId, source, size);
+  for (let from = 0; text && from < size; from += LOAD_BATCH) {
+    const texts = Array.from({ length: Math.min(LOAD_BATCH, size - from) }, (_, i) => text(from + i));
+    await bound(em, sql`insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, content_hash)
+      select gen_random_uuid(), ${accountId}, ${source}, 'excerpt', t, 0, length(t), md5(t) from unnest(${texts}::text[]) t`);
+  }
   log(`building ${indexes.length} indexes`);
   await em.transactional(async (tx) => {
     await bound(tx, sql`set local maintenance_work_mem = '256MB'`);
@@ -141,6 +149,19 @@ export async function loadLatencyCorpus(orm: Orm, accountId: string, size: numbe
     from (select count(*) as n, sum(cairn_tsv_length(tsv)) as len from record where source_id = ${source}) r where id = ${source}`);
   await bound(em, sql`vacuum analyze record`);
   await bound(em, sql`vacuum analyze record_term`);
+}
+
+/** loadLatencyCorpus's excerpts, made in SQL. */
+async function syntheticRecords(em: EntityManager, accountId: string, source: string, size: number) {
+  // Each made-up word is three of the 27 syllables, picked from the word's number by arithmetic: a
+  // prebuilt array of all 19,683 words would be detoasted on every subscript (about 30x slower).
+  await bound(em, sql`insert into record (id, account_id, source_id, kind, text, start_offset, end_offset, content_hash)
+    with v as materialized (select string_to_array(${VOCABULARY}, ' ') as w, string_to_array(${SYLLABLES}, ' ') as y)
+    select gen_random_uuid(), ${accountId}, ${source}, 'excerpt', t.text, 0, length(t.text), md5(t.text)
+      from (select (select string_agg(case when k % 30 = 0 then v.w[1 + ((g * 31 + k * 17) % array_length(v.w, 1))]
+                                           else v.y[1 + x / 27 % 27] || v.y[1 + x % 27] || v.y[1 + x / 729] end, ' ')
+                      from generate_series(1, 60) k, lateral (select (g * 7919 + k * 104729) % 19683 as x) i) || ' ' || g as text
+              from v, generate_series(1, ${size}) g) t`);
 }
 
 const SYLLABLES = 'ka lo mi ne ru sa te vo bri dan fel gor hul jin kes lum mor nis pat quo rin sul tor ulm vex wyn zar';

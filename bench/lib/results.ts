@@ -10,11 +10,11 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 export const RESULTS_JSON = path.join(root, 'docs', 'benchmarks.json');
 export const RESULTS_MD = path.join(root, 'docs', 'benchmarks.md');
 
-export type Unit = 'ms' | 'µs' | 'req/s' | 's' | 'MB' | 'MB/s' | 'docs/s' | '×' | 'writes/s' | 'events' | 'rows' | '%' | 'pages/s';
+export type Unit = 'ms' | 'µs' | 'req/s' | 's' | 'MB' | 'MB/s' | 'docs/s' | '×' | 'writes/s' | 'events' | 'rows' | '%' | 'pages/s' | 'B';
 
 /** A performance target: the metric's value should stay below (`<`) or above (`>`) `value`. */
 /** `of: 'ratio'`: the target bounds the ratio to the baseline (e.g. < 1.5× REST), not the value itself. */
-export type Target = { op: '<' | '>' | '>='; value: number; text: string; of?: 'value' | 'ratio' };
+export type Target = { op: '<' | '<=' | '>' | '>='; value: number; text: string; of?: 'value' | 'ratio' };
 
 export type Metric = {
   id: string;
@@ -103,7 +103,7 @@ function formatRatio(m: Metric): string {
 function formatTarget(m: Metric): string {
   if (!m.target) return '—';
   const x = m.target.of === 'ratio' ? (m.ratio ?? Number.NaN) : m.value;
-  const met = m.target.op === '<' ? x < m.target.value : m.target.op === '>' ? x > m.target.value : x >= m.target.value;
+  const met = { '<': x < m.target.value, '<=': x <= m.target.value, '>': x > m.target.value, '>=': x >= m.target.value }[m.target.op];
   return `${m.target.text} (${met ? 'met' : 'not met'})`;
 }
 
