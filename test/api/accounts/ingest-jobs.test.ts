@@ -182,7 +182,7 @@ describe('GET /v1/ingest/jobs', () => {
   it('shows only public job fields', async () => {
     const res = await client.get('/v1/ingest/jobs?limit=100', { as: { bearer: aliceKey } });
     for (const j of res.body.jobs) {
-      expect(Object.keys(j).sort()).toEqual(['attempts', 'completedAt', 'createdAt', 'failure', 'filename', 'id', 'kind', 'records', 'sourceId', 'sourceUrl', 'status', 'title']);
+      expect(Object.keys(j).sort()).toEqual(['attempts', 'completedAt', 'createdAt', 'failure', 'filename', 'id', 'kind', 'queuePosition', 'records', 'sourceId', 'sourceUrl', 'startedAt', 'status', 'title']);
     }
     expect(JSON.stringify(res.body)).not.toContain('secret-request-hash');
     expect(JSON.stringify(res.body)).not.toContain('idem-');
@@ -215,6 +215,8 @@ describe('GET /v1/ingest/jobs/:jobId', () => {
         failure,
         createdAt: '2026-01-11T07:59:00.000Z',
         completedAt: '2026-01-11T08:00:00.000Z',
+        startedAt: null,
+        queuePosition: null,
         sourceUrl: null,
         filename: null,
         title: null,
