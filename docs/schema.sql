@@ -444,6 +444,7 @@ create table provider_preview (
   pages integer not null,
   status text not null,
   created_at timestamp with time zone default now() not null,
+  heartbeat_at timestamp with time zone default now() not null,
   constraint provider_preview_pkey PRIMARY KEY (id),
   constraint provider_preview_account_id_fkey FOREIGN KEY (account_id) REFERENCES account(id) ON DELETE CASCADE,
   constraint provider_preview_pages_check CHECK ((pages >= 0)),
@@ -955,6 +956,8 @@ begin
 
   select * into r from credit_reservation cr where cr.id = p_reservation for update;
   if r.status = 'settled' then
+    -- Settled before (by its work, or by the sweeper as abandoned): the first settlement stands.
+    r_status := 'settled';
     r_charged := r.charged;
     r_refunded := r.refunded;
     return;
