@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractionPoolFor, type ExtractionPool } from '../../core/ingest/extraction/pool.ts';
+import { insertSubmission } from '../../core/ingest/jobs.queries.ts';
+import { recogniseJobPages } from '../../core/ingest/ocr/live.ts';
 import { insertPreview } from '../../core/ingest/ocr/pages.queries.ts';
 import { providerBackedPreview } from '../../core/ingest/ocr/preview.ts';
 import { localOcrProvider, type TextProvider } from '../../core/ingest/ocr/provider.ts';
@@ -8,6 +10,8 @@ import { getBalance } from '../../core/metering/ledger.ts';
 import { reserve, settle, staleReservations } from '../../core/metering/reservations.ts';
 import { loadConfig } from '../../platform/config.ts';
 import { AppError } from '../../platform/errors.ts';
+import { sha256Hex } from '../../platform/hash.ts';
+import { deterministicUuid } from '../../platform/ids.ts';
 import { createTestAccount } from '../helpers/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { proseLines, scannedPdf } from '../helpers/scanned-pdf.ts';
@@ -107,6 +111,60 @@ describe('settlement under any timing', () => {
     const [preview] = await sql<{ id: string; status: string }>('select id, status from provider_preview where account_id = ?', [account.id]);
     expect(preview!.status).toBe('ready');
     expect(await sql('select page from ocr_page where owner_id = ?', [preview!.id])).toEqual([{ page: 1 }]);
+    const after = await getBalance(em(), account.id);
+    expect(before.monthly + before.onboarding - (after.monthly + after.onboarding)).toBe(config.ocr.creditsPerPage);
+  });
+
+  /** A queued file job of a scanned one-page PDF, as a live submission stores it. */
+  async function scannedJob(accountId: string) {
+    const bytes = await scannedPdf([1].map(proseLines));
+    const id = randomUUID();
+    await em().transactional((tx) => insertSubmission(tx, {
+      id, accountId, kind: 'file', idempotencyKey: `k-${id}`, requestHash: id, datedAt: '2026-11-28', filename: 'scan.pdf',
+      contentType: 'application/pdf', audience: null, blob: { bytes, sha256: sha256Hex(bytes), contentType: 'application/pdf' },
+    }));
+    return id;
+  }
+  const pagesOf = (jobId: string) => sql<{ page: number; reservation_id: string }>('select page, reservation_id from ocr_page where owner_id = ?', [jobId]);
+  const reservation = async (id: string) => (await sql<{ status: string; outcome: string; charged: number }>('select status, outcome, charged from credit_reservation where id = ?', [id]))[0];
+
+  it('a live batch whose hold the sweeper settled before an attempt stores its pages under a successor reservation that charges them', { timeout: 120_000 }, async () => {
+    const account = await createTestAccount(db.orm);
+    const jobId = await scannedJob(account.id);
+    const first = deterministicUuid(`ocr:${jobId}:1`);
+    // An attempt reserved the batch and died; the sweeper settled its hold as abandoned.
+    await reserve(em(), { reservationId: first, accountId: account.id, metric: 'ingest', baseCost: 0, maxProviderCost: config.ocr.creditsPerPage, consumeQuota: false });
+    await settle(em(), first, 'abandoned');
+    const before = await getBalance(em(), account.id);
+    const local = localOcrProvider(pool, config.ocr.creditsPerPage);
+    expect(await recogniseJobPages(em(), local, { jobId, pages: [1] }, () => {})).toEqual({ recognised: 1 });
+    const [page] = await pagesOf(jobId);
+    expect(page!.reservation_id).toBe(deterministicUuid(`ocr:${jobId}:1:1`));
+    expect(await reservation(page!.reservation_id)).toEqual({ status: 'settled', outcome: 'completed', charged: config.ocr.creditsPerPage });
+    const after = await getBalance(em(), account.id);
+    expect(before.monthly + before.onboarding - (after.monthly + after.onboarding)).toBe(config.ocr.creditsPerPage);
+  });
+
+  it('a live batch whose hold the sweeper settled while it ran is charged to a successor in the transaction that stores it', { timeout: 120_000 }, async () => {
+    const account = await createTestAccount(db.orm);
+    const jobId = await scannedJob(account.id);
+    const first = deterministicUuid(`ocr:${jobId}:1`);
+    const before = await getBalance(em(), account.id);
+    const local = localOcrProvider(pool, config.ocr.creditsPerPage);
+    // The sweeper runs while the provider works.
+    const sweeping: TextProvider = {
+      name: local.name, creditsPerPage: local.creditsPerPage,
+      async recognise(accountId, b, pages) {
+        const text = await local.recognise(accountId, b, pages);
+        expect((await settle(em(), first, 'abandoned')).already).toBeNull();
+        return text;
+      },
+    };
+    expect(await recogniseJobPages(em(), sweeping, { jobId, pages: [1] }, () => {})).toEqual({ recognised: 1 });
+    expect(await reservation(first)).toEqual({ status: 'settled', outcome: 'abandoned', charged: 0 });
+    const [page] = await pagesOf(jobId);
+    expect(page!.reservation_id).not.toBe(first);
+    expect(await reservation(page!.reservation_id)).toEqual({ status: 'settled', outcome: 'completed', charged: config.ocr.creditsPerPage });
     const after = await getBalance(em(), account.id);
     expect(before.monthly + before.onboarding - (after.monthly + after.onboarding)).toBe(config.ocr.creditsPerPage);
   });
