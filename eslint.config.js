@@ -34,7 +34,8 @@ function forbiddenBy(row) {
     const opened = row.may.filter((m) => m.startsWith(`${top}/`)).map((m) => m.slice(top.length + 1));
     const typesOnly = row.may.includes(`${top} (types)`);
     patterns.push({
-      regex: `(^|/)${top}/${opened.length ? `(?!(${opened.join('|')})/)` : ''}`,
+      // A relative path or a bare folder; never a scoped package such as @langchain/core.
+      regex: `^(?!@)(.*/)?${top}/${opened.length ? `(?!(${opened.join('|')})/)` : ''}`,
       ...(typesOnly ? { allowTypeImports: true } : {}),
       message: typesOnly
         ? `${row.folder} imports ${top} as types only (docs/architecture.md, Layers).`

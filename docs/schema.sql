@@ -217,6 +217,7 @@ create table ingest_job (
   record_counts jsonb,
   quarantine_reason text,
   audience text,
+  started_at timestamp with time zone,
   constraint ingest_job_pkey PRIMARY KEY (id),
   constraint ingest_job_account_id_fkey FOREIGN KEY (account_id) REFERENCES account(id) ON DELETE CASCADE,
   constraint ingest_job_account_id_idempotency_key_key UNIQUE (account_id, idempotency_key),
@@ -594,6 +595,8 @@ CREATE INDEX credit_reservation_held_idx ON public.credit_reservation USING btre
 CREATE INDEX external_identity_account_idx ON public.external_identity USING btree (account_id);
 
 CREATE INDEX ingest_job_account_page_idx ON public.ingest_job USING btree (account_id, created_at DESC, id DESC);
+
+CREATE INDEX ingest_job_waiting_idx ON public.ingest_job USING btree (account_id, created_at, id) WHERE ((status = 'queued'::text) AND (started_at IS NULL) AND (kind <> 'source_deletion'::text));
 
 CREATE INDEX memory_claim_account_idx ON public.memory_claim USING btree (account_id, state);
 

@@ -77,7 +77,7 @@ export async function ensureSearchAttributes(connection: Pick<NativeConnection, 
 }
 
 /** temporal.api.enums.v1.IndexedValueType of the kinds Cairn uses. */
-const INDEXED_TYPE = { KEYWORD: 2 } as const;
+const INDEXED_TYPE = { KEYWORD: 2, KEYWORD_LIST: 7 } as const;
 
 /** The identity a worker reports to Temporal (and its activities record): host and process id. */
 export const workerIdentity = () => `cairn-worker@${os.hostname()}:${process.pid}`;

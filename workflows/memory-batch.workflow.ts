@@ -1,6 +1,6 @@
 import { proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-import { CAIRN_STATUS } from './search-attributes.ts';
+import { CAIRN_ACCOUNTS, CAIRN_STATUS, MAX_BATCH_ACCOUNTS } from './search-attributes.ts';
 
 export type MemoryBatchInput = { batchId: string; eventIds: string[] };
 
@@ -32,6 +32,8 @@ export async function memoryBatchWorkflow(input: MemoryBatchInput): Promise<{ su
   let pending = input.eventIds;
   let succeeded = 0;
   let failed = 0;
+  const accounts = new Set<string>();
+  const finished = (outcome: { succeeded: number; failed: number }) => finish(outcome, accounts);
   for (let attempt = 1; ; attempt++) {
     let retry: string[];
     try {
@@ -39,6 +41,7 @@ export async function memoryBatchWorkflow(input: MemoryBatchInput): Promise<{ su
       succeeded += out.succeeded;
       failed += out.failed;
       retry = out.retry;
+      for (const a of out.accounts ?? []) accounts.add(a);
     } catch {
       retry = pending; // the activity itself kept failing (database down): every unfinished event gives up
       attempt = EVENT_ATTEMPTS;
@@ -53,8 +56,14 @@ export async function memoryBatchWorkflow(input: MemoryBatchInput): Promise<{ su
   }
 }
 
-/** A batch with a failed event is `failed` for operators filtering in the Temporal UI. */
-function finished(outcome: { succeeded: number; failed: number }) {
-  upsertSearchAttributes([{ key: CAIRN_STATUS, value: outcome.failed > 0 ? 'failed' : 'succeeded' }]);
+/**
+ * A batch with a failed event is `failed` for operators filtering in the Temporal UI; its accounts are
+ * set with the status, in the same workflow task (more than MAX_BATCH_ACCOUNTS: the first of them).
+ */
+function finish(outcome: { succeeded: number; failed: number }, accounts: Set<string>) {
+  upsertSearchAttributes([
+    { key: CAIRN_STATUS, value: outcome.failed > 0 ? 'failed' : 'succeeded' },
+    ...(accounts.size ? [{ key: CAIRN_ACCOUNTS, value: [...accounts].sort().slice(0, MAX_BATCH_ACCOUNTS) }] : []),
+  ]);
   return outcome;
 }

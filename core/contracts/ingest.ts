@@ -10,6 +10,8 @@ export const Job = z
     failure: z.object({ message: z.string(), retryable: z.boolean(), failedAt: DateTime }).nullable(),
     createdAt: DateTime,
     completedAt: DateTime.nullable(),
+    startedAt: DateTime.nullable().describe('When processing first began; null while the job waits. The status stays `queued` until the job ends.'),
+    queuePosition: z.int().min(1).nullable().describe("While the job waits: its place in the account's own line of waiting jobs (1 = next). Jobs of different accounts take turns."),
     sourceUrl: z.string().nullable().describe('The submitted URL (url jobs).'),
     filename: z.string().nullable().describe('The uploaded file name (file jobs).'),
     title: z.string().nullable().describe('The document title, once extracted.'),

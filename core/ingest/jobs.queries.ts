@@ -15,14 +15,22 @@ export type Job = {
   createdAt: Date; completedAt: Date | null; sourceUrl: string | null; filename: string | null; title: string | null;
   sourceId: string | null; recordCounts: { sourceExcerpts: number; facts: number; links: number; total: number } | null;
   audience: string | null;
+  /** When processing first began (null: still waiting); queuePosition: its place in the account's line while it waits. */
+  startedAt: Date | null; queuePosition: number | null;
 };
 
 /** Rows come with timestamps as text (the ORM's pool keeps them so); a Job has Dates. */
-const toJob = (r: Job): Job => ({ ...r, createdAt: new Date(r.createdAt), completedAt: r.completedAt === null ? null : new Date(r.completedAt) });
+const toJob = (r: Job): Job => ({
+  ...r, createdAt: new Date(r.createdAt), completedAt: r.completedAt === null ? null : new Date(r.completedAt),
+  startedAt: r.startedAt === null ? null : new Date(r.startedAt), queuePosition: r.queuePosition === null ? null : Number(r.queuePosition),
+});
 
 const JOB = sql.raw(`id, account_id as "accountId", kind, status, attempts, failure, created_at as "createdAt",
   completed_at as "completedAt", source_url as "sourceUrl", filename, title, source_id as "sourceId",
-  record_counts as "recordCounts", audience`);
+  record_counts as "recordCounts", audience, started_at as "startedAt",
+  case when status = 'queued' and started_at is null and kind <> 'source_deletion' then 1 + (select count(*) from ingest_job w
+    where w.account_id = ingest_job.account_id and w.status = 'queued' and w.started_at is null and w.kind <> 'source_deletion'
+      and (w.created_at, w.id) < (ingest_job.created_at, ingest_job.id)) end as "queuePosition"`);
 
 /** A job by id; with `reach`, only one of that account inside its audiences. */
 export async function findJob(em: EntityManager, jobId: string, reach?: Reach): Promise<Job | null> {

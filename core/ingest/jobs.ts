@@ -13,6 +13,8 @@ export function publicJob(j: Job) {
     failure: j.failure ?? null,
     createdAt: j.createdAt.toISOString(),
     completedAt: j.completedAt?.toISOString() ?? null,
+    startedAt: j.startedAt?.toISOString() ?? null,
+    queuePosition: j.queuePosition,
     sourceUrl: j.sourceUrl ?? null,
     filename: j.filename ?? null,
     title: j.title ?? null,

@@ -8,7 +8,11 @@ import { beginBatch, loadMessages } from './events.queries.ts';
 /** Derivations run at once (a model deriver waits on the network per event; the rules do not wait). */
 export const DERIVE_CONCURRENCY = 4;
 
-export type BatchOutcome = { succeeded: number; failed: number; finishedBefore: number; retry: string[] };
+export type BatchOutcome = {
+  succeeded: number; failed: number; finishedBefore: number; retry: string[];
+  /** The accounts whose events this attempt began (operators find a batch by account in the Temporal UI). */
+  accounts: string[];
+};
 
 /**
  * Processes one batch of memory events (the activity behind memoryBatchWorkflow):
@@ -29,7 +33,9 @@ export async function processBatch(em: Em, deriver: ClaimDeriver, batch: {
 }): Promise<BatchOutcome> {
   const { batchId, eventIds, onError, embeddings = NO_EMBEDDING } = batch;
   const events = await beginBatch(em, batchId, eventIds);
-  const outcome: BatchOutcome = { succeeded: 0, failed: 0, finishedBefore: eventIds.length - events.length, retry: [] };
+  const outcome: BatchOutcome = {
+    succeeded: 0, failed: 0, finishedBefore: eventIds.length - events.length, retry: [], accounts: [...new Set(events.map((e) => e.account_id))],
+  };
   const fail = (ids: string[], err: unknown) => {
     for (const id of ids) onError(id, err);
     outcome.retry.push(...ids);

@@ -9,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startFixtureServer } from '../helpers/fixture-server.ts';
 import { startMcpStack, type McpStack } from '../helpers/mcp.ts';
 import { MemoryOAuthClient } from '../helpers/oauth-client.ts';
+import { proseLines, scannedPdf } from '../helpers/scanned-pdf.ts';
 import { startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
 // The browser console end to end: real API (with the built console, the OAuth server and MCP), real
@@ -258,6 +259,21 @@ describe('the console in Chromium', () => {
     await job.getByRole('status').filter({ hasText: /Status: succeeded( \(attempt \d+\))? — \d+ records from “Keeper log”/ }).waitFor({ timeout: 60_000 });
     expect(await sql.count(`select 1 from ingest_job where account_id = $1 and filename = 'keeper-log.md' and status = 'succeeded'`, [alice.id])).toBe(1);
     expect(tab.problems).toEqual([]);
+  });
+
+  it('warns that a scanned PDF\'s preview spends credits, then shows the text OCR recognised', { timeout: 150_000 }, async () => {
+    const { page } = tab;
+    await page.goto('/sources');
+    const add = page.getByRole('region', { name: 'Add a source' });
+    await add.getByLabel('a file').check();
+    const file = add.getByLabel('File', { exact: true });
+    expect(await page.locator(`#${await file.getAttribute('aria-describedby')}`).innerText()).toMatch(/scanned PDF.*OCR.*spends credits/s);
+    await file.setInputFiles({ name: 'scan.pdf', mimeType: 'application/pdf', buffer: await scannedPdf([proseLines(1)]) });
+    await add.getByRole('button', { name: 'Preview' }).click();
+    const recognised = add.getByRole('group').filter({ hasText: 'Recognised text (OCR) of 1 page' });
+    await recognised.waitFor({ timeout: 120_000 });
+    expect(await recognised.innerText()).toMatch(/spent credits[\s\S]*Page 1 \(confidence \d+%\)[\s\S]*migrating terns/);
+    await screenshot(page, 'ingest-ocr-preview');
   });
 
   it('lists sources and ingest jobs with status and failure message, and deletes a source', async () => {

@@ -147,6 +147,35 @@ describe('memory in the console', () => {
     expect((await claimRow('alice lives in Porto.')).state).toBe('withdrawn');
   });
 
+  it('keeps keyboard focus with the form, and a change made elsewhere meanwhile shows the claim as it now is', async () => {
+    const { page } = tab;
+    await page.getByLabel('Current').check();
+    const [row] = await sql.query("select id, content from memory_claim where account_id = $1 and state = 'current' and content like '%Rainier%'", [erin.id]);
+    // By id: the card's name (its content) changes during the test.
+    const mountain = page.locator(`article:has(h3#claim-${row.id})`);
+    await mountain.waitFor();
+    const correct = mountain.getByRole('button', { name: `Correct: ${row.content}` });
+    await correct.focus();
+    await page.keyboard.press('Enter');
+    const focusedLabel = () => page.evaluate("document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.id");
+    await expect.poll(focusedLabel).toBe(`content-${row.id}`);
+    await mountain.getByRole('button', { name: 'Cancel' }).click();
+    await expect.poll(focusedLabel).toBe(`Correct: ${row.content}`);
+
+    // The form is open while an application corrects the same claim through the API.
+    await page.keyboard.press('Enter');
+    const head = (await mem('GET', `/claims/${row.id}`)).head_revision;
+    const elsewhere = await mem('PUT', `/claims/${row.id}`, { content: "alice's favourite mountain is Mont Blanc.", head_revision: head, reason: 'changed by the app' });
+    expect(elsewhere.claim.content).toBe("alice's favourite mountain is Mont Blanc.");
+    await mountain.getByLabel('Reason').fill('typo');
+    await mountain.getByRole('button', { name: 'Correct', exact: true }).click();
+    const alert = mountain.getByText('This claim was changed elsewhere after you opened it.', { exact: false });
+    await alert.waitFor();
+    expect(await mountain.getByRole('heading').first().innerText()).toBe("alice's favourite mountain is Mont Blanc.");
+    expect(await mountain.innerText()).not.toContain('revision_conflict');
+    await expect.poll(() => page.evaluate('document.activeElement?.tagName')).toBe('H3');
+  });
+
   it('shows a session\'s messages in order', async () => {
     const { page } = tab;
     await page.getByRole('region', { name: 'Sessions' }).getByRole('link', { name: 'chat-1' }).click();

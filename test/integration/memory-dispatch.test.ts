@@ -143,7 +143,7 @@ describe('memory event dispatch', () => {
       expect(batches.map((b) => b.batch_id)).not.toContain(lost);
       // The lost batch, were its workflow to start late, finds nothing of its own to do.
       const out = await processBatch(db.orm.em.fork(), createRuleDeriver(), { batchId: lost, eventIds, onError: () => {} });
-      expect(out).toEqual({ succeeded: 0, failed: 0, finishedBefore: 3, retry: [] });
+      expect(out).toEqual({ succeeded: 0, failed: 0, finishedBefore: 3, retry: [], accounts: [] });
       expect(await sql.count('select 1 from memory_claim where event_id = any($1)', [eventIds])).toBe(3);
     } finally {
       await worker.stop();

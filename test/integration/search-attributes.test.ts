@@ -59,7 +59,7 @@ describe('search attributes', () => {
       { timeout: 60_000, interval: 500 }).toEqual([`ingest-${good.job.id}`]);
   });
 
-  it('find the batch that processed a memory event by the event id', async () => {
+  it('find the batch that processed a memory event by the event id, and by its account', async () => {
     await post('/v1/workspaces/default/peers', { id: 'ana' });
     await post('/v1/workspaces/default/sessions', { id: 'chat' });
     const receipt = await post('/v1/workspaces/default/sessions/chat/messages', { peer_id: 'ana', messages: [{ role: 'user', content: 'I live in Orlavik.' }] });
@@ -72,6 +72,8 @@ describe('search attributes', () => {
     expect(shown).toMatchObject({ id: receipt.event_id, accountId, kind: 'add_messages', workflowId: `memory-batch-${shown.batchId}` });
     await expect.poll(() => ids(`WorkflowId = "${shown.workflowId}" AND CairnKind = "memory-batch" AND CairnStatus = "succeeded"`),
       { timeout: 60_000, interval: 500 }).toHaveLength(1);
+    // And from an account to the batches that held its events.
+    await expect.poll(() => ids(`CairnAccounts = "${accountId}" AND CairnKind = "memory-batch"`), { timeout: 60_000, interval: 500 }).toContain(shown.workflowId);
     const unknown = await runAdmin(db.url, 'memory', 'event', '--id', randomUUID());
     expect(unknown.code).toBe(64);
     expect(unknown.stderr).toMatch(/No memory event/);

@@ -26,15 +26,16 @@ const JOB_COLUMNS = sql.raw(`j.id, j.account_id, j.kind, j.status, j.source_url,
 export async function loadJob(em: EntityManager, jobId: string, attempt?: number): Promise<JobRow> {
   const [job] = attempt === undefined
     ? await bound<JobRow>(em, sql`select ${JOB_COLUMNS} from ingest_job j left join ingest_blob b on b.job_id = j.id where j.id = ${jobId}`)
-    : await bound<JobRow>(em, sql`with touched as (update ingest_job set attempts = greatest(attempts, ${attempt}), updated_at = now()
-                                                 where id = ${jobId} returning *)
+    : await bound<JobRow>(em, sql`with touched as (update ingest_job set attempts = greatest(attempts, ${attempt}),
+                                                 started_at = coalesce(started_at, now()), updated_at = now() where id = ${jobId} returning *)
        select ${JOB_COLUMNS} from touched j left join ingest_blob b on b.job_id = j.id`);
   if (!job) throw new Error(`ingest job ${jobId} does not exist`);
   return job;
 }
 
 export async function recordAttempt(em: EntityManager, jobId: string, attempt: number): Promise<void> {
-  await bound(em, sql`update ingest_job set attempts = greatest(attempts, ${attempt}), updated_at = now() where id = ${jobId}`);
+  await bound(em, sql`update ingest_job set attempts = greatest(attempts, ${attempt}), started_at = coalesce(started_at, now()), updated_at = now()
+    where id = ${jobId}`);
 }
 
 /** The stored fetch of a URL job: its final URL and whether it redirected to another site; none yet = undefined. */

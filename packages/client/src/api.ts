@@ -2460,6 +2460,10 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             completedAt: string | null;
+            /** @description When processing first began; null while the job waits. The status stays `queued` until the job ends. */
+            startedAt: string | null;
+            /** @description While the job waits: its place in the account's own line of waiting jobs (1 = next). Jobs of different accounts take turns. */
+            queuePosition: number | null;
             /** @description The submitted URL (url jobs). */
             sourceUrl: string | null;
             /** @description The uploaded file name (file jobs). */
@@ -3785,6 +3789,10 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             completedAt: string | null;
+            /** @description When processing first began; null while the job waits. The status stays `queued` until the job ends. */
+            startedAt: string | null;
+            /** @description While the job waits: its place in the account's own line of waiting jobs (1 = next). Jobs of different accounts take turns. */
+            queuePosition: number | null;
             /** @description The submitted URL (url jobs). */
             sourceUrl: string | null;
             /** @description The uploaded file name (file jobs). */

@@ -26,6 +26,8 @@ export type QueryResult = Json<'/v1/query', 'post', 200>;
 export type MessagesInput = Omit<Schemas['MessagesCreateRequestInput'], 'idempotency_key'> & { idempotency_key?: string };
 export type Receipt = Schemas['MessagesCreateReceipt'];
 export type EventStatus = Schemas['EventStatus'];
+export type MemoryContext = Schemas['MemoryContext'];
+export type MessagePage = Schemas['PageMessage'];
 
 /** An answer other than 2xx, in the service's error envelope; `retryable` says whether the same call may be sent again. */
 export class CairnError extends Error {
@@ -63,6 +65,42 @@ const base64 = (bytes: Uint8Array) => {
   for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   return btoa(text);
 };
+
+type Call = <T>(method: string, path: string, body?: unknown) => Promise<{ status: number; body: T }>;
+type Poll = <T>(read: () => Promise<T>, done: (t: T) => boolean, timeoutMs?: number) => Promise<T>;
+
+/** The native-memory calls: labels, writes that can be waited for, context and messages. */
+function memoryCalls(call: Call, poll: Poll) {
+  const ws = (workspace = 'default') => `/v1/workspaces/${encodeURIComponent(workspace)}`;
+  const events = {
+    get: async (eventId: string, workspace?: string) => (await call<EventStatus>('GET', `${ws(workspace)}/events/${encodeURIComponent(eventId)}`)).body,
+    wait: (eventId: string, workspace?: string, timeoutMs?: number) =>
+      poll(() => events.get(eventId, workspace), (e) => TERMINAL_EVENT.has(e.status), timeoutMs),
+  };
+
+  return {
+    /** Creates (or finds) a peer and a session label. */
+    peer: async (id: string, workspace?: string) => (await call('POST', `${ws(workspace)}/peers`, { id })).body,
+    session: async (id: string, workspace?: string) => (await call('POST', `${ws(workspace)}/sessions`, { id })).body,
+    /** Adds messages to a session: the receipt, and `wait()` for the event's end (claims derived). */
+    add: async (session: string, input: MessagesInput, workspace?: string) => {
+      const { body } = await call<Receipt>('POST', `${ws(workspace)}/sessions/${encodeURIComponent(session)}/messages`, {
+        ...input, idempotency_key: input.idempotency_key ?? crypto.randomUUID(),
+      });
+      return { receipt: body, wait: (timeoutMs?: number) => events.wait(body.event_id, workspace, timeoutMs) };
+    },
+    /** What memory holds about a peer: its claims and messages ranked for `q` (or its current context), as prompt-ready text. */
+    context: async (peer: string, opts: { session?: string; q?: string } = {}, workspace?: string) => {
+      const params = new URLSearchParams(Object.entries(opts).filter((e): e is [string, string] => Boolean(e[1])));
+      const search = params.size ? `?${params}` : '';
+      return (await call<MemoryContext>('GET', `${ws(workspace)}/peers/${encodeURIComponent(peer)}/context${search}`)).body;
+    },
+    /** One page of a session's messages in conversation order; pass `next_cursor` back for the next. */
+    messages: async (session: string, page: { limit?: number; cursor?: string } = {}, workspace?: string) =>
+      (await call<MessagePage>('POST', `${ws(workspace)}/sessions/${encodeURIComponent(session)}/messages/list`, page)).body,
+    events,
+  };
+}
 
 export function createClient(options: ClientOptions) {
   const doFetch = options.fetch ?? fetch;
@@ -125,13 +163,6 @@ export function createClient(options: ClientOptions) {
   const query = (mode: 'evidence' | 'context' | 'answer') => async (text: string, opts: QueryOptions = {}) =>
     (await call<QueryResult>('POST', '/v1/query', { ...opts, mode, query: text, idempotencyKey: opts.idempotencyKey ?? crypto.randomUUID() })).body;
 
-  const ws = (workspace = 'default') => `/v1/workspaces/${encodeURIComponent(workspace)}`;
-  const events = {
-    get: async (eventId: string, workspace?: string) => (await call<EventStatus>('GET', `${ws(workspace)}/events/${encodeURIComponent(eventId)}`)).body,
-    wait: (eventId: string, workspace?: string, timeoutMs?: number) =>
-      poll(() => events.get(eventId, workspace), (e) => TERMINAL_EVENT.has(e.status), timeoutMs),
-  };
-
   return {
     ingest: {
       /** Ingests a URL (a live job): `(await client.ingest.url({ url })).wait()`. */
@@ -143,19 +174,7 @@ export function createClient(options: ClientOptions) {
       jobs,
     },
     query: { evidence: query('evidence'), context: query('context'), answer: query('answer') },
-    memory: {
-      /** Creates (or finds) a peer and a session label. */
-      peer: async (id: string, workspace?: string) => (await call('POST', `${ws(workspace)}/peers`, { id })).body,
-      session: async (id: string, workspace?: string) => (await call('POST', `${ws(workspace)}/sessions`, { id })).body,
-      /** Adds messages to a session: the receipt, and `wait()` for the event's end (claims derived). */
-      add: async (session: string, input: MessagesInput, workspace?: string) => {
-        const { body } = await call<Receipt>('POST', `${ws(workspace)}/sessions/${encodeURIComponent(session)}/messages`, {
-          ...input, idempotency_key: input.idempotency_key ?? crypto.randomUUID(),
-        });
-        return { receipt: body, wait: (timeoutMs?: number) => events.wait(body.event_id, workspace, timeoutMs) };
-      },
-      events,
-    },
+    memory: memoryCalls(call, poll),
     /** Any other route, typed by its path, with the same retries and errors. */
     request: <T = unknown>(method: string, path: string, body?: unknown) => call<T>(method, path, body).then((r) => r.body),
   };

@@ -31,6 +31,7 @@ import { Migration0030Routines } from './0030-routines.ts';
 import { Migration0031ClaimsPerEvent } from './0031-claims-per-event.ts';
 import { Migration0032LabelNfc } from './0032-label-nfc.ts';
 import { Migration0037HeldTextOcrSettlement } from './0037-held-text-ocr-settlement.ts';
+import { Migration0038JobStarted } from './0038-job-started.ts';
 
 /**
  * Committed migrations, in order. New ones are appended here; the schema is never auto-synced.
@@ -72,4 +73,5 @@ export const migrationsList = [
   { name: '0031-claims-per-event', class: Migration0031ClaimsPerEvent },
   { name: '0032-label-nfc', class: Migration0032LabelNfc },
   { name: '0037-held-text-ocr-settlement', class: Migration0037HeldTextOcrSettlement },
+  { name: '0038-job-started', class: Migration0038JobStarted },
 ];

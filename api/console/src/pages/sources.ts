@@ -16,6 +16,26 @@ const TYPES: Record<string, string> = {
 };
 const today = () => new Date().toLocaleDateString('en-CA'); // YYYY-MM-DD, the local day
 
+/** Seconds as "42 s" or "3 min 5 s". */
+const elapsed = (fromIso: string) => {
+  const seconds = Math.max(0, Math.round((Date.now() - Date.parse(fromIso)) / 1000));
+  return seconds < 60 ? `${seconds} s` : `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+};
+
+/**
+ * A job's state in words: the public status stays `queued` until the end, so a started job says how
+ * long it has been processing, and a waiting one its place in the account's own line.
+ */
+function JobState({ job }: { job: Json }) {
+  const running = job.status === 'queued' && job.startedAt;
+  const word = running ? 'processing' : job.status;
+  return html`<span class=${`status ${running ? 'running' : job.status}`}>${word}</span>${running
+    ? html` <span class="hint">for ${elapsed(job.startedAt)}${job.attempts > 1 ? `, attempt ${job.attempts}` : ''}</span>`
+    : job.queuePosition
+      ? html` <span class="hint">${job.queuePosition === 1 ? 'next in your line' : `${job.queuePosition - 1} of your jobs ahead`}</span>`
+      : null}`;
+}
+
 /** The file's bytes as base64 (a data: URL read by the browser, without its prefix). */
 const base64Of = (file: File) =>
   new Promise<string>((resolve, reject) => {
@@ -37,6 +57,16 @@ function Plan({ plan }: { plan: Json }) {
       <div><dt>Estimated credits</dt><dd>${plan.estimatedCredits}</dd></div>
     </dl>
     ${plan.warnings.length ? html`<ul>${plan.warnings.map((w: string) => html`<li class="hint">${w}</li>`)}</ul>` : null}
+    ${plan.recognisedText?.length
+      ? html`<details open>
+          <summary>Recognised text (OCR) of ${plan.recognisedText.length} ${plan.recognisedText.length === 1 ? 'page' : 'pages'}</summary>
+          <p class="hint">Recognising the pages spent credits; queueing these same bytes reuses this text and charges nothing twice.</p>
+          ${plan.recognisedText.map((p: Json) => html`<figure class="ocr-page">
+            <figcaption>Page ${p.page} <span class="hint">(confidence ${Math.round(p.confidence)}%)</span></figcaption>
+            <pre class="wrap">${p.text || '(no text found on this page)'}</pre>
+          </figure>`)}
+        </details>`
+      : null}
   </section>`;
 }
 
@@ -66,11 +96,25 @@ function JobProgress({ jobId, onEnd }: { jobId: string; onEnd: () => void }) {
     <h3 id="job-title">Ingest job <span class="mono hint">${jobId}</span></h3>
     <${NoticeView} notice=${error} />
     <p role="status">${job
-      ? html`Status: <span class=${`status ${job.status}`}>${job.status}</span>${job.attempts ? ` (attempt ${job.attempts})` : ''}
+      ? html`Status: <${JobState} job=${job} />
           ${job.status === 'succeeded' && job.records ? html` — ${job.records.total} records from “${label(job)}”.` : null}`
       : 'Queued; waiting for the first status…'}</p>
     ${job?.failure ? html`<p class="failure" role="alert"><strong>Failed:</strong> ${job.failure.message}</p>` : null}
   </section>`;
+}
+
+/** The fields of a URL or a file source. */
+function SourceFields({ kind }: { kind: 'url' | 'file' }) {
+  return kind === 'url'
+    ? html`<label for="src-url">URL</label><input id="src-url" name="url" type="url" required placeholder="https://example.com/notes" />`
+    : html`<label for="src-file">File</label><input id="src-file" name="file" type="file" required aria-describedby="file-hint" accept=".pdf,.md,.markdown,.txt,.html,.htm,.json" />
+        <p class="hint" id="file-hint">Previewing a scanned PDF (pages without a text layer) recognises its pages by OCR, which
+          spends credits per page; other previews are free.</p>
+        <label for="src-type">Content type</label>
+        <select id="src-type" name="contentType">
+          <option value="">from the file name</option>
+          ${[...new Set(Object.values(TYPES))].map((t) => html`<option value=${t}>${t}</option>`)}
+        </select>`;
 }
 
 /** Add a source: a URL or a file; preview its plan, then queue it and watch the job. */
@@ -132,14 +176,7 @@ function AddSource({ onQueued }: { onQueued: () => void }) {
       <label class="check"><input type="radio" name="source-kind" checked=${kind === 'file'} onChange=${() => setKind('file')} /> a file</label>
     </fieldset>
     <form onSubmit=${preview}>
-      ${kind === 'url'
-        ? html`<label for="src-url">URL</label><input id="src-url" name="url" type="url" required placeholder="https://example.com/notes" />`
-        : html`<label for="src-file">File</label><input id="src-file" name="file" type="file" required accept=".pdf,.md,.markdown,.txt,.html,.htm,.json" />
-            <label for="src-type">Content type</label>
-            <select id="src-type" name="contentType">
-              <option value="">from the file name</option>
-              ${[...new Set(Object.values(TYPES))].map((t) => html`<option value=${t}>${t}</option>`)}
-            </select>`}
+      <${SourceFields} kind=${kind} />
       <button type="submit" disabled=${busy}>${busy && !plan ? 'Previewing…' : 'Preview'}</button>
     </form>
     <${NoticeView} notice=${notice} />
@@ -214,7 +251,7 @@ export function SourcesPage() {
               (j: Json) => html`<tr key=${j.id}>
                 <th scope="row">${label(j)}<div class="hint mono">${j.id}</div></th>
                 <td>${j.kind}</td>
-                <td><span class=${`status ${j.status}`}>${j.status}</span>
+                <td><${JobState} job=${j} />
                   ${j.failure
                     ? html`<div class="failure" role="note"><strong>Failed:</strong> ${j.failure.message}
                         <span class="hint">${j.failure.retryable ? ' (retryable)' : ' (do not resubmit this source yet)'}</span></div>`
