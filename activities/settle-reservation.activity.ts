@@ -5,10 +5,14 @@ import type { ActivityDeps } from './deps.ts';
 
 const SWEEP_BATCH = 200;
 
-/** Settles one reservation as abandoned; one whose account was deleted with it has nothing left to settle. */
+/**
+ * Settles one reservation as abandoned; one whose account was deleted with it has nothing left to
+ * settle, and one its work settled meanwhile keeps that settlement (said in the log).
+ */
 async function settleAbandoned(deps: ActivityDeps, reservationId: string): Promise<void> {
   try {
-    await settle(deps.orm.em.fork(), reservationId, 'abandoned');
+    const s = await settle(deps.orm.em.fork(), reservationId, 'abandoned');
+    if (s.already) deps.logger.info({ reservationId, settledAs: s.already }, `reservation already settled as ${s.already}; left as it is`);
   } catch (err) {
     if (!(err instanceof AppError && err.status === 404)) throw err;
   }

@@ -345,6 +345,9 @@ create table memory_message (
   tsv tsvector not null,
   embedding bytea,
   embedding_model text,
+  redacted_at timestamp with time zone,
+  redacted_by jsonb,
+  redaction_reason text,
   constraint memory_message_pkey PRIMARY KEY (id),
   constraint memory_message_account_id_fkey FOREIGN KEY (account_id) REFERENCES account(id) ON DELETE CASCADE,
   constraint memory_message_event_id_fkey FOREIGN KEY (event_id) REFERENCES memory_event(id),
@@ -442,6 +445,7 @@ create table provider_preview (
   pages integer not null,
   status text not null,
   created_at timestamp with time zone default now() not null,
+  heartbeat_at timestamp with time zone default now() not null,
   constraint provider_preview_pkey PRIMARY KEY (id),
   constraint provider_preview_account_id_fkey FOREIGN KEY (account_id) REFERENCES account(id) ON DELETE CASCADE,
   constraint provider_preview_pages_check CHECK ((pages >= 0)),
@@ -601,6 +605,8 @@ CREATE INDEX memory_claim_conflicts_with_idx ON public.memory_claim USING gin (c
 CREATE INDEX memory_claim_event_idx ON public.memory_claim USING btree (event_id) WHERE (event_id IS NOT NULL);
 
 CREATE INDEX memory_claim_indexed_idx ON public.memory_claim USING btree (account_id, indexed_at);
+
+CREATE INDEX memory_claim_message_idx ON public.memory_claim USING btree (message_id) WHERE (message_id IS NOT NULL);
 
 CREATE INDEX memory_claim_peer_idx ON public.memory_claim USING btree (peer_id, state);
 
@@ -830,6 +836,19 @@ begin
   return new;
 end $function$;
 
+CREATE OR REPLACE FUNCTION public.cairn_memory_message_rewritten()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  update memory_index_version v set version = v.version + 1, reset_at = v.version + 1,
+         messages = v.messages - (case when old.available then 1 else 0 end) + (case when new.available then 1 else 0 end),
+         message_length = v.message_length - (case when old.available then cairn_tsv_length(old.tsv) else 0 end)
+                                           + (case when new.available then cairn_tsv_length(new.tsv) else 0 end)
+   where v.account_id = new.account_id;
+  return null;
+end $function$;
+
 CREATE OR REPLACE FUNCTION public.cairn_memory_message_tsv()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -940,6 +959,8 @@ begin
 
   select * into r from credit_reservation cr where cr.id = p_reservation for update;
   if r.status = 'settled' then
+    -- Settled before (by its work, or by the sweeper as abandoned): the first settlement stands.
+    r_status := 'settled';
     r_charged := r.charged;
     r_refunded := r.refunded;
     return;
@@ -1015,6 +1036,8 @@ CREATE TRIGGER memory_message_1_vector BEFORE INSERT ON memory_message FOR EACH 
 CREATE TRIGGER memory_message_2_indexed BEFORE INSERT ON memory_message FOR EACH ROW WHEN (new.available) EXECUTE FUNCTION cairn_memory_message_indexed();
 
 CREATE TRIGGER memory_message_deleted AFTER DELETE ON memory_message REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION cairn_memory_messages_deleted();
+
+CREATE TRIGGER memory_message_rewritten AFTER UPDATE OF content ON memory_message FOR EACH ROW WHEN (new.content IS DISTINCT FROM old.content) EXECUTE FUNCTION cairn_memory_message_rewritten();
 
 CREATE TRIGGER source_delete_terms AFTER DELETE ON source REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION cairn_delete_source_terms();
 

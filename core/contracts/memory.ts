@@ -122,6 +122,13 @@ export const MessagesCreateReceipt = z
   })
   .meta({ id: 'MessagesCreateReceipt' });
 
+export const Redactor = z
+  .object({
+    credential: z.enum(['apiKey', 'oauth', 'browser', 'cli']).describe('The kind of credential that redacted it.'),
+    id: z.string().describe('The API key id or connected application id; for the console, the account email.'),
+  })
+  .meta({ id: 'MessageRedactor' });
+
 export const MessageItem = z.object({
   id: z.string(),
   session_id: z.string(),
@@ -134,10 +141,36 @@ export const MessageItem = z.object({
   event_id: z.string(),
   position: z.number().int(),
   created_at: z.string(),
+  held: z
+    .boolean()
+    .describe('Held for review: a claim derived from it awaits review or was rejected. A held message is never context or evidence unless asked for (include_held).'),
+  redacted: z
+    .object({ at: z.string(), by: Redactor, reason: z.string() })
+    .nullable()
+    .describe('Set when a person redacted the message: its content is gone (empty), its place in the conversation stays.'),
 });
 export const PageMessage = z
   .object({ schemaVersion: z.literal('service-memory-page-v1'), items: z.array(MessageItem), pagination: Pagination })
   .meta({ id: 'PageMessage' });
+
+export const MessageParams = SessionParams.extend({ message_id: z.uuid().describe('Message id (from the write receipt or the message list)') });
+
+export const MessageRedactRequest = z
+  .strictObject({ reason: z.string().trim().min(1).max(500).describe('Why the message is redacted; kept with the redaction.') })
+  .meta({ id: 'MessageRedactRequest' });
+
+export const MessageRedactionReceipt = z
+  .object({
+    schemaVersion: z.literal('service-memory-message-redaction-v1'),
+    message_id: z.string(),
+    session_id: z.string(),
+    redacted_at: z.string(),
+    redacted_by: Redactor,
+    reason: z.string(),
+    withdrawn_claims: z.array(z.string()).describe('Claims that cited the message and were withdrawn by this redaction (their history is kept).'),
+    replayed: z.boolean().describe('true when the message was already redacted: the first redaction is returned, nothing changes.'),
+  })
+  .meta({ id: 'MessageRedactionReceipt' });
 
 // Events ------------------------------------------------------------------------------------------
 
@@ -314,21 +347,28 @@ export const ClaimHistoryResponse = z
 
 // Ask, context, representation ---------------------------------------------------------------------
 
+const INCLUDE_HELD =
+  'Also return messages held for review (a claim derived from them awaits review or was rejected: suspected instructions aimed at a model), marked held. Default false.';
+
 export const AskRequest = z
   .strictObject({
     query: z.string().trim().min(1).max(MAX_QUERY_CHARS),
     session_id: Label.optional().describe('Narrow the evidence to one session.'),
     limit: z.number().int().min(1).max(20).default(5),
+    include_held: z.boolean().default(false).describe(INCLUDE_HELD),
   })
   .meta({ id: 'AskRequest' });
 
+const heldParam = z.enum(['true', 'false']).optional().describe(INCLUDE_HELD);
 export const ContextQuery = z.strictObject({
   session: Label.optional(),
   q: z.string().min(1).max(MAX_QUERY_CHARS).optional(),
+  include_held: heldParam,
 });
 export const SessionContextQuery = z.strictObject({
   peer: Label,
   q: z.string().min(1).max(MAX_QUERY_CHARS).optional(),
+  include_held: heldParam,
 });
 
 export const Evidence = z.object({
@@ -339,6 +379,7 @@ export const Evidence = z.object({
   content: z.string(),
   citations: z.array(Citation),
   score: z.number(),
+  held: z.literal(true).optional().describe('Present on a message held for review, returned only with include_held.'),
 });
 export type Evidence = z.infer<typeof Evidence>;
 

@@ -39,6 +39,10 @@ export const QueryRequest = z
     peer_ids: selector(Label).optional().describe('Native-memory peer labels to narrow to.'),
     session_ids: selector(Label).optional().describe('Native-memory session labels to narrow to.'),
     agent_id: Label.optional().describe('Native-memory agent label to narrow to.'),
+    include_held: z
+      .boolean()
+      .optional()
+      .describe('Also return messages held for review (suspected instructions awaiting review, or rejected), marked held. Default false: they are never evidence or context.'),
   })
   .superRefine((r, ctx) => {
     const scoped = Boolean(r.source_ids || r.peer_ids || r.session_ids || r.agent_id);
@@ -74,6 +78,10 @@ const MessageOrigin = z.object({
   position: z.int().describe('Index of the message within its add-event.'),
   createdAt: DateTime,
   audience: z.string().nullable(),
+  held: z
+    .literal(true)
+    .optional()
+    .describe('Present on a message held for review (a claim derived from it awaits review or was rejected); returned only with include_held.'),
 });
 
 export const EvidenceOrigin = z.discriminatedUnion('type', [

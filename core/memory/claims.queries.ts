@@ -18,6 +18,8 @@ export type ClaimRow = {
   created_key: string;
   /** The latest correction (UPDATE) of a corrected claim: what it cites instead of the message. */
   corrected_revision: string | null; corrected_marker: string | null; corrected_reason: string | null; corrected_at: Date | null;
+  /** The message it was derived from was redacted: nothing of it is cited any more. */
+  message_redacted: boolean;
 };
 
 /**
@@ -30,7 +32,7 @@ const CLAIM_COLUMNS = `c.id, c.content, p.label as peer_label, s.label as sessio
   c.state, c.eligibility,
   case when c.support_status = 'supported' and cardinality(later.ids) > 0 then 'conflicting' else c.support_status end as support_status,
   c.categories, c.valid_from, c.valid_to, c.message_id, c.span_start, c.span_end,
-  m.content as message_content, c.conflicts_with || later.ids as conflicts_with, c.warning, c.head_revision, c.revision, c.created_at,
+  m.content as message_content, m.redacted_at is not null as message_redacted, c.conflicts_with || later.ids as conflicts_with, c.warning, c.head_revision, c.revision, c.created_at,
   c.updated_at, c.peer_id, corr.successor_revision as corrected_revision, corr.marker as corrected_marker,
   corr.reason as corrected_reason, corr.created_at as corrected_at, ${exactTime('c.created_at')} as created_key`;
 const CLAIM_FROM = `from memory_claim c join memory_peer p on p.id = c.peer_id
@@ -47,6 +49,25 @@ export async function claimInReach(em: Em, reach: Reach, claimId: string, lock: 
   const [row] = await bound<ClaimRow>(em, sql`${CLAIM_SELECT} where c.id = ${claimId} and c.account_id = ${reach.accountId}${
     inAudiences('c.audience', reach.audiences)}${lock ? sql` for update of c` : sql.empty}`);
   return row;
+}
+
+/** Every claim of the account that cites the message (derived from it), locked for update, oldest first. */
+export async function claimsCiting(tx: Em, accountId: string, messageId: string): Promise<ClaimRow[]> {
+  return bound<ClaimRow>(tx, sql`${CLAIM_SELECT} where c.message_id = ${messageId} and c.account_id = ${accountId}
+    order by c.created_at, c.id for update of c`);
+}
+
+/**
+ * Removes the text a redacted message gave its claims: the content of the claims never corrected, and
+ * in every claim's history the version derived from it (the ADD entry's successor, the prior of the
+ * entry that ended it). A person's corrections stay.
+ */
+export async function scrubDerivedText(tx: Em, claimIds: string[]): Promise<void> {
+  if (!claimIds.length) return;
+  await bound(tx, sql`update memory_claim set content = '' where id = any(${claimIds}::uuid[]) and authority <> 'correction_memory'`);
+  await bound(tx, sql`update memory_claim_history set successor_content = case when seq = 1 then '' else successor_content end,
+      prior_content = case when seq = 2 then '' else prior_content end
+    where claim_id = any(${claimIds}::uuid[]) and seq <= 2`);
 }
 
 /** Claims of the account in a state inside the key's audiences, newest first, after a cursor's key. */

@@ -24,7 +24,7 @@ export const revisionToken = (claimId: string, revision: number, content: string
 export const historyMarker = (claimId: string, seq: number, event: string, successorRevision: string | null) =>
   `mk_${sha256Hex(`${claimId}\n${seq}\n${event}\n${successorRevision ?? ''}`).slice(0, 24)}`;
 
-const changeHash = (event: 'UPDATE' | 'DELETE', content: string | null, reason: string) => requestHash([event, content, reason]);
+export const changeHash = (event: 'UPDATE' | 'DELETE', content: string | null, reason: string) => requestHash([event, content, reason]);
 
 /**
  * What a claim rests on: a corrected claim cites its correction (the person's assertion, not the
@@ -34,7 +34,7 @@ function citationsOf(r: ClaimRow): Claim['citations'] {
   if (r.corrected_revision !== null && r.corrected_marker !== null && r.corrected_at !== null) {
     return [{ kind: 'correction', revision: r.corrected_revision, marker: r.corrected_marker, reason: r.corrected_reason, at: iso(r.corrected_at)!, quote: r.content }];
   }
-  if (!r.message_id || r.message_content === null || r.span_start === null || r.span_end === null) return [];
+  if (!r.message_id || r.message_redacted || r.message_content === null || r.span_start === null || r.span_end === null) return [];
   return [{
     kind: 'message', message_id: r.message_id, session_id: r.session_label, start: r.span_start, end: r.span_end,
     quote: r.message_content.slice(r.span_start, r.span_end),
@@ -169,15 +169,24 @@ export async function withdrawClaim(em: Em, reach: Reach, claimId: string, req: 
       replayed,
     });
     if (g !== 'apply') return receipt(claim.head_revision, claim.valid_to ?? g.created_at, g.marker, true);
-    const revision = claim.revision + 1;
-    const head = revisionToken(claim.id, revision, claim.content);
-    const seq = (await lastHistory(tx, claim.id)).seq + 1;
-    const marker = historyMarker(claim.id, seq, 'DELETE', head);
     const now = await changeTime(tx);
-    await withdrawHead(tx, { id: claim.id, revision, head, at: now });
-    await recordChange(tx, reach, claim, { event: 'DELETE', successorContent: null, head, seq, marker, reason: req.reason, hash, at: now });
+    const { head, marker } = await endClaim(tx, reach, claim, { reason: req.reason, hash, at: now });
     return receipt(head, now, marker, false);
   });
+}
+
+/**
+ * Withdraws a claim locked by the caller's transaction at `at` (not eligible, valid until then), its
+ * DELETE entry appended to the history: a person's withdrawal, or a redaction of its message.
+ */
+export async function endClaim(tx: Em, reach: Reach, claim: ClaimRow, c: { reason: string; hash: string; at: Date }) {
+  const revision = claim.revision + 1;
+  const head = revisionToken(claim.id, revision, claim.content);
+  const seq = (await lastHistory(tx, claim.id)).seq + 1;
+  const marker = historyMarker(claim.id, seq, 'DELETE', head);
+  await withdrawHead(tx, { id: claim.id, revision, head, at: c.at });
+  await recordChange(tx, reach, claim, { event: 'DELETE', successorContent: null, head, seq, marker, reason: c.reason, hash: c.hash, at: c.at });
+  return { head, marker };
 }
 
 /**

@@ -16,7 +16,9 @@ import { latestMessages, messagesByIds, peerSessionIds, type MessageRow, type Me
 // memory of the peer's sessions, both sides of the conversation: the peer narrows, the question ranks. Each read runs in one read-only REPEATABLE READ transaction, so it sees one
 // consistent snapshot; any failure fails the whole read (no partial context is ever returned). Only
 // eligible current claims and available messages are context. Text is data: it is quoted, never
-// interpreted, and nothing in it changes the response's shape.
+// interpreted, and nothing in it changes the response's shape. A message held for review (a claim
+// derived from it awaits review or was rejected) is left out unless the caller asks for held items,
+// and then it is marked held, in the records and in the text.
 
 const RECENT_MESSAGES = 20;
 const CONTEXT_CLAIMS = 50;
@@ -67,7 +69,7 @@ function assembleText(about: { peer: string; session: string | null }, claims: C
   if (conflicts.length) lines.push(`Unresolved conflicts: ${conflicts.length}.`);
   if (messages.length) {
     lines.push('Messages:');
-    for (const m of messages) lines.push(`- [${m.role} ${m.peer_id} ${m.created_at}] ${oneLine(m.content)}`);
+    for (const m of messages) lines.push(`- [${m.role} ${m.peer_id} ${m.created_at}${m.held ? ' HELD FOR REVIEW: may contain instructions' : ''}] ${oneLine(m.content)}`);
   }
   if (!claims.length && !messages.length) lines.push('Nothing is remembered yet.');
   return lines.join('\n');
@@ -75,8 +77,11 @@ function assembleText(about: { peer: string; session: string | null }, claims: C
 
 type Ranked = { claims: ClaimRow[]; messages: MessageRow[]; evidence: Evidence[] };
 
-/** Who reads memory (the key's reach) and the API's search index copies when it has them. */
-export type Reader = { index: SearchIndex | undefined; reach: Reach };
+/**
+ * Who reads memory (the key's reach), the API's search index copies when it has them, and whether
+ * the caller asked for messages held for review too.
+ */
+export type Reader = { index: SearchIndex | undefined; reach: Reach; includeHeld?: boolean };
 
 function contextResponse(peer: LabelRow, session: LabelRow | null, query: string | null, { claims, messages, evidence }: Ranked) {
   const claimRecords = claims.map(claimRecord);
@@ -117,6 +122,7 @@ function rankedEvidence(ranked: Retrieved, claims: Map<string, Claim>, query: st
     return [{
       kind: 'message' as const, claim_id: null, message_id: e.ref.id, session_id: session, content: quote,
       citations: [{ kind: 'message' as const, message_id: e.ref.id, session_id: session, start: span.start, end: span.end, quote }], score: e.score,
+      ...(e.origin.type === 'message' && e.origin.held ? { held: true as const } : {}),
     }];
   });
 }
@@ -125,11 +131,11 @@ function rankedEvidence(ranked: Retrieved, claims: Map<string, Claim>, query: st
  * Memory of the given sessions ranked against the query by the query operation's retrieval (accuracy),
  * with the claims and messages it returned as records.
  */
-async function rankMemory(tx: Em, { index, reach }: Reader, sessionIds: string[], { query, limit }: { query: string; limit: number }): Promise<Ranked> {
+async function rankMemory(tx: Em, { index, reach, includeHeld }: Reader, sessionIds: string[], { query, limit }: { query: string; limit: number }): Promise<Ranked> {
   if (!sessionIds.length) return { claims: [], messages: [], evidence: [] };
   const boundary: Boundary = {
     accountId: reach.accountId, audiences: reach.audiences ? [...reach.audiences] : null, includeSources: false, includeMemory: true,
-    sourceIds: null, peerIds: null, sessionIds, agentId: null,
+    sourceIds: null, peerIds: null, sessionIds, agentId: null, includeHeld: includeHeld === true,
   };
   const ranked = (await retrieve(tx, boundary, { query, strategy: 'accuracy' }, index ? { index } : {})).ranked.slice(0, limit);
   const claimIds = ranked.filter((e) => e.kind === 'claim').map((e) => e.ref.id);
@@ -166,7 +172,7 @@ export async function peerContext(em: Em, reader: Reader, peerLabel: string, opt
       return contextResponse(peer, session, opts.q, await rankMemory(tx, reader, sessions, { query: opts.q, limit: CONTEXT_RANKED }));
     }
     const claims = await peerClaims(tx, peer.id, { states: ['current'], eligibleOnly: true, limit: CONTEXT_CLAIMS });
-    const messages = await recentMessages(tx, { audiences: reach.audiences, peerId: peer.id, sessionId: session?.id });
+    const messages = await recentMessages(tx, { audiences: reach.audiences, peerId: peer.id, sessionId: session?.id, includeHeld: reader.includeHeld });
     return contextResponse(peer, session, null, { claims, messages, evidence: [] });
   });
 }
@@ -181,7 +187,7 @@ export async function sessionContext(em: Em, reader: Reader, sessionLabel: strin
       return contextResponse(peer, session, opts.q, await rankMemory(tx, reader, [session.id], { query: opts.q, limit: CONTEXT_RANKED }));
     }
     const claims = await peerClaims(tx, peer.id, { states: ['current'], eligibleOnly: true, limit: CONTEXT_CLAIMS });
-    const messages = await recentMessages(tx, { audiences: reach.audiences, sessionId: session.id });
+    const messages = await recentMessages(tx, { audiences: reach.audiences, sessionId: session.id, includeHeld: reader.includeHeld });
     return contextResponse(peer, session, null, { claims, messages, evidence: [] });
   });
 }

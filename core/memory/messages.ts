@@ -111,6 +111,8 @@ export function messageItem(m: MessageRow) {
     event_id: m.event_id,
     position: m.position,
     created_at: iso(m.created_at)!,
+    held: m.held,
+    redacted: m.redacted_at ? { at: iso(m.redacted_at)!, by: m.redacted_by!, reason: m.redaction_reason ?? '' } : null,
   };
 }
 

@@ -24,8 +24,21 @@ export async function callMetering<T>(
   return row!;
 }
 
-/** Held reservations created more than `olderThanMs` ago, oldest first. */
+/**
+ * Held reservations created more than `olderThanMs` ago, oldest first, but for those whose
+ * provider-backed preview (provider_preview, id = its reservation's) is running and heartbeat within
+ * that time: the work is alive and settles its own reservation.
+ */
 export async function heldReservationsBefore(em: EntityManager, olderThanMs: number, limit: number) {
-  return bound<{ id: string }>(em, sql`select id from credit_reservation where status = 'held' and created_at < now() - ${olderThanMs} * interval '1 millisecond'
-    order by created_at limit ${limit}`);
+  return bound<{ id: string }>(em, sql`select r.id from credit_reservation r where r.status = 'held'
+      and r.created_at < now() - ${olderThanMs} * interval '1 millisecond'
+      and not exists (select 1 from provider_preview p where p.id = r.id and p.status = 'running'
+                        and p.heartbeat_at >= now() - ${olderThanMs} * interval '1 millisecond')
+    order by r.created_at limit ${limit}`);
+}
+
+/** A reservation's status and (once settled) outcome. */
+export async function reservationOf(em: EntityManager, id: string) {
+  const [row] = await bound<{ status: 'held' | 'settled'; outcome: string | null }>(em, sql`select status, outcome from credit_reservation where id = ${id}`);
+  return row;
 }

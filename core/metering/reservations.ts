@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../platform/errors.ts';
 import { lockBalance, type Balance } from './ledger.ts';
 import { isoDate } from './periods.ts';
-import { callMetering, heldReservationsBefore } from './reservations.queries.ts';
+import { callMetering, heldReservationsBefore, reservationOf } from './reservations.queries.ts';
 import { quotaExceeded, quotaStateOf, type Metric, type QuotaState } from './quotas.ts';
 
 // The reservation protocol of spec section 8: hold the maximum possible cost before any work starts
@@ -32,7 +32,11 @@ export type Reserved = { reservationId: string; held: number; balance: Balance; 
  */
 export type Outcome = 'completed' | 'retrieval_failed' | 'recognition_failed' | 'failed_after_retrieval' | 'abandoned';
 
-export type Settled = { reservationId: string; charged: number; refunded: number; balance: Balance };
+/**
+ * `already`: the reservation had been settled before this call (by its work, or by the sweeper as
+ * abandoned), with that outcome; its numbers are the first settlement's and this call changed nothing.
+ */
+export type Settled = { reservationId: string; charged: number; refunded: number; balance: Balance; already: Outcome | null };
 
 type BalanceColumns = {
   r_monthly: number; r_onboarding: number; r_period_start: string; r_period_end: string; r_allowance: number;
@@ -42,7 +46,7 @@ export type ReserveRow = BalanceColumns & {
   r_daily_limit: number; r_daily_used: number; r_monthly_limit: number; r_monthly_used: number;
 };
 type SettleRow = BalanceColumns & {
-  r_status: 'ok' | 'not_found' | 'stale'; r_account: string; r_charged: number; r_refunded: number;
+  r_status: 'ok' | 'settled' | 'not_found' | 'stale'; r_account: string; r_charged: number; r_refunded: number;
 };
 
 const utcMidnight = (isoDay: string) => new Date(`${isoDay}T00:00:00.000Z`);
@@ -134,7 +138,8 @@ export async function settle(
   const call = { fn: 'cairn_settle' as const, args: [reservationId, outcome, provider, now], flushLater };
   const r = await callRenewing<SettleRow>(em, call, (row) => row.r_account, now);
   if (r.r_status === 'not_found') throw new AppError(404, 'not_found', 'No such reservation.');
-  return { reservationId, charged: r.r_charged, refunded: r.r_refunded, balance: balanceOf(r.r_account, r) };
+  const already = r.r_status === 'settled' ? ((await reservationOf(em, reservationId))?.outcome ?? null) as Outcome | null : null;
+  return { reservationId, charged: r.r_charged, refunded: r.r_refunded, balance: balanceOf(r.r_account, r), already };
 }
 
 export function creditHeaders(b: Balance, cost: number): Record<string, string> {
@@ -147,7 +152,10 @@ export function creditHeaders(b: Balance, cost: number): Record<string, string> 
   };
 }
 
-/** Held reservations older than `olderThanMs`, oldest first: the ones the API did not settle. */
+/**
+ * Held reservations older than `olderThanMs`, oldest first: the ones the API did not settle. A
+ * provider-backed preview still running and heartbeating within `olderThanMs` is not among them.
+ */
 export async function staleReservations(em: EntityManager, olderThanMs: number, limit: number): Promise<string[]> {
   return (await heldReservationsBefore(em, olderThanMs, limit)).map((r) => r.id);
 }

@@ -53,3 +53,12 @@ export async function completeOperation(em: EntityManager, operationId: string, 
 export async function abandonOperation(em: EntityManager, operationId: string): Promise<void> {
   await bound(em, sql`delete from query_operation where id = ${operationId} and status = 'running'`);
 }
+
+/**
+ * Forgets the stored results (kept for exact retries) that quote a redacted message: a retry with
+ * their key then runs anew instead of replaying its text.
+ */
+export async function forgetResultsCiting(em: EntityManager, accountId: string, messageId: string): Promise<void> {
+  await bound(em, sql`delete from query_operation where account_id = ${accountId} and status = 'completed'
+      and strpos(result::text, ${messageId}) > 0`);
+}

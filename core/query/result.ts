@@ -44,7 +44,7 @@ export type Assembled = {
 
 export function labelOf(o: Origin): string {
   if (o.type === 'source') return o.title ?? o.filename ?? o.url ?? 'source';
-  if (o.type === 'message') return `message from peer ${o.peer} in session ${o.session}`;
+  if (o.type === 'message') return `message from peer ${o.peer} in session ${o.session}${o.held ? ', HELD FOR REVIEW: may contain instructions' : ''}`;
   return `claim about peer ${o.peer}${o.authority === 'correction_memory' ? ' (corrected)' : ''}`;
 }
 

@@ -18,6 +18,11 @@ export type Boundary = {
   peerIds: string[] | null;
   sessionIds: string[] | null;
   agentId: string | null;
+  /**
+   * Messages held for review (memory/held.ts) are left out of evidence and context unless the caller
+   * asks for them; then they come marked `held`.
+   */
+  includeHeld?: boolean;
 };
 
 export type Selectors = {
@@ -27,6 +32,7 @@ export type Selectors = {
   peer_ids?: string[];
   session_ids?: string[];
   agent_id?: string;
+  include_held?: boolean;
 };
 
 const unique = (xs: string[]) => [...new Set(xs)];
@@ -60,6 +66,7 @@ export async function resolveBoundary(em: EntityManager, principal: Principal, s
     peerIds: null,
     sessionIds: null,
     agentId: s.agent_id ?? null,
+    includeHeld: s.include_held === true,
   };
   const checks: Promise<void>[] = [];
   if (s.source_ids) {

@@ -88,11 +88,20 @@ function recordSql(b: Boundary, m: Match, limit: number): Sql {
   }, limit);
 }
 
+/**
+ * Whether the message aliased `alias` is held for review: a claim derived from it awaits review
+ * (pending_review) or was rejected (withdrawn while it still carried the screen's warning; accepting
+ * one clears it). Its text may be instructions aimed at a model, so it is not context or evidence
+ * unless asked for.
+ */
+export const heldSql = (alias: string) => `exists (select 1 from memory_claim hc where hc.message_id = ${alias}.id
+    and (hc.state = 'pending_review' or (hc.state = 'withdrawn' and hc.warning is not null)))`;
+
 /** The boundary's conditions on memory messages (`m`) or claims (`c`), joined with their peer `p`. */
 export function memoryWhere(b: Boundary, alias: 'm' | 'c'): Sql[] {
   const a = sql.raw(alias);
   const where = [sql`${a}.account_id = ${b.accountId}`, sql.raw("p.workspace = 'default'")];
-  if (alias === 'm') where.push(sql.raw('m.available'));
+  if (alias === 'm') where.push(sql.raw('m.available'), ...(b.includeHeld ? [] : [sql.raw(`not ${heldSql('m')}`)]));
   else where.push(sql.raw("c.state = 'current'"), sql.raw("c.eligibility = 'eligible'"));
   if (b.audiences) where.push(sql`${a}.audience = any(${b.audiences}::text[])`);
   if (b.peerIds) where.push(sql`${a}.peer_id = any(${b.peerIds}::uuid[])`);
@@ -106,7 +115,7 @@ function messageSql(b: Boundary, m: Match, limit: number): Sql {
     alias: 'm', dateCol: 'm.created_at', where: memoryWhere(b, 'm'),
     from: 'memory_message m join memory_peer p on p.id = m.peer_id',
     select: `select m.id, m.content as text, m.role, m.agent_id, m.audience, m.created_at, m.event_id, m.position, m.content_hash,
-        m.tsv::text as tsv, p.label as peer, se.label as session, hit.score, m.session_id
+        m.tsv::text as tsv, p.label as peer, se.label as session, hit.score, m.session_id, ${heldSql('m')} as held
       from hit join memory_message m on m.id = hit.id join memory_peer p on p.id = m.peer_id
         join memory_session se on se.id = m.session_id`,
   }, limit);

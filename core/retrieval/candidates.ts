@@ -22,6 +22,8 @@ type SourceOrigin = {
 type MessageOrigin = {
   type: 'message'; messageId: string; peer: string; session: string; role: string; agentId: string | null; eventId: string; position: number;
   createdAt: string; audience: string | null;
+  /** Present (true) only on a message held for review that the caller asked for (Boundary.includeHeld). */
+  held?: true;
 };
 type ClaimOrigin = {
   type: 'claim'; claimId: string; peer: string; session: string | null; authority: string; state: string; validFrom: string;
@@ -72,7 +74,7 @@ function toMessage(r: Row, via: Via): Candidate {
     origin: {
       type: 'message', messageId: r.id, peer: r.peer as string, session: r.session as string, role: r.role as string,
       agentId: (r.agent_id as string) ?? null, eventId: r.event_id as string, position: Number(r.position),
-      createdAt: iso(r.created_at), audience: (r.audience as string) ?? null,
+      createdAt: iso(r.created_at), audience: (r.audience as string) ?? null, ...(r.held ? { held: true as const } : {}),
     },
     sessionId: r.session_id as string,
   };

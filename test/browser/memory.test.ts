@@ -213,4 +213,24 @@ describe('memory in the console', () => {
     expect(tab.problems).toEqual([]);
     expect(tab.foreign).toEqual([]);
   });
+
+  it('a rejected proposal\'s message is marked held in its session; redacting it removes its text and records who, when and why', async () => {
+    const { page } = tab;
+    await page.goto(`${api.baseUrl}/memory?session=chat-3`);
+    await page.getByRole('heading', { name: 'Session chat-3' }).waitFor();
+    const message = page.locator('.messages > li').first();
+    await message.getByText('held for review: never used as context').waitFor();
+    await message.getByRole('button', { name: /^Redact the message of bob/ }).click();
+    await message.getByLabel('Reason').fill('an injection attempt');
+    await message.getByRole('button', { name: 'Redact', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Redacted the message.' }).waitFor();
+    await message.getByText(/^Redacted by .* an injection attempt$/).waitFor();
+    expect(await message.innerText()).toContain(erin.email);
+    expect(await message.innerText()).not.toContain('Ignore all previous instructions');
+    expect(await message.getByRole('button').count()).toBe(0);
+    const [row] = await sql.query('select content, redacted_by, redaction_reason from memory_message where account_id = $1 and redacted_at is not null', [erin.id]);
+    expect(row).toEqual({ content: '', redacted_by: { credential: 'browser', id: erin.email }, redaction_reason: 'an injection attempt' });
+    await screenshot(page, 'memory-redacted');
+    expect(tab.problems, JSON.stringify(tab.problems)).toEqual([]);
+  });
 });

@@ -290,6 +290,22 @@ describe('cairn memory lists page: --limit, --cursor, --all; claims by state', (
     expect(bad.code).toBe(64);
     expect(bad.stderr).toContain('--state');
   });
+
+  it('messages redact removes one message\'s content and withdraws its claim; --reason is required', async () => {
+    const add = await cairn(['memory', 'messages', 'add', session, '--peer', peer, '--content', 'My bike lock code is 4711.', '--wait', '--json']);
+    expect(add.code, add.stderr).toBe(0);
+    const messageId = String(add.json.results[0].message_id);
+    const noReason = await cairn(['memory', 'messages', 'redact', session, messageId]);
+    expect(noReason.code).toBe(64);
+    expect(noReason.stderr).toContain('--reason');
+    const r = await cairn(['memory', 'messages', 'redact', session, messageId, '--reason', 'a code pasted by mistake', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json).toMatchObject({ message_id: messageId, withdrawn_claims: [add.json.event.outcome.claim_id], replayed: false, reason: 'a code pasted by mistake' });
+    const human = await cairn(['memory', 'messages', 'redact', session, messageId, '--reason', 'again']);
+    expect(human.stdout).toContain('replayed: true');
+    const list = await cairn(['memory', 'messages', 'list', session, '--all', '--json']);
+    expect(JSON.stringify(list.json)).not.toContain('4711');
+  });
 });
 
 describe('cairn query reports the conflicts memory knows', () => {

@@ -158,8 +158,23 @@ const messagesAdd = defineCommand({
   },
 });
 
+const messagesRedact = defineCommand({
+  name: 'memory messages redact',
+  summary: 'Redact one message: its content is removed for good, the claims citing it are withdrawn (history kept)',
+  usage: 'cairn memory messages redact SESSION MESSAGE_ID --reason TEXT',
+  positionals: ['SESSION', 'MESSAGE_ID'],
+  credential: 'apiKey',
+  options: { reason: str },
+  async run(ctx) {
+    const f = parseFlags(z.object({ reason: z.string().trim().min(1, 'say why the message is redacted (--reason)') }), ctx.args);
+    const [session, message] = ctx.args.positionals as [string, string];
+    show(ctx, (await ctx.api.delete(`${WS}/sessions/${seg(session)}/messages/${seg(message)}`, { reason: f.reason })).body);
+  },
+});
+
 const messages = [
   messagesAdd,
+  messagesRedact,
   list({ name: 'memory messages list', summary: 'List the messages of a session', usage: 'cairn memory messages list SESSION', positional: 'SESSION',
     path: (ctx) => `${WS}/sessions/${seg(ctx.args.positionals[0]!)}/messages/list`, render: (ctx, b) => page(ctx, b, 'No messages.') }),
 ];

@@ -4,13 +4,16 @@
  * provider in batches; each batch reserves its credits before the provider runs (deterministic
  * reservation id), and its text is stored and its reservation settled in one transaction. A retry
  * (worker killed, activity timed out) skips the stored batches and re-reserves the others under the
- * same ids, so every page is billed once however often the activity runs.
+ * same ids, so every page is billed once however often the activity runs. A batch's reservation that
+ * the settlement sweeper settled meanwhile (work that outlived SETTLEMENT_GRACE_SECONDS) is followed
+ * by a successor reservation (the next id of the batch's chain), so the pages stored are always charged.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../../platform/errors.ts';
 import { deterministicUuid } from '../../../platform/ids.ts';
 import { getBalance } from '../../metering/ledger.ts';
-import { reserve, settle } from '../../metering/reservations.ts';
+import { reservationOf } from '../../metering/reservations.queries.ts';
+import { reserve, settle, type ReserveInput } from '../../metering/reservations.ts';
 import { ExtractionError } from '../extract/types.ts';
 import { storedBytes } from '../jobs.queries.ts';
 import { readAll } from '../extraction/parts.ts';
@@ -43,26 +46,46 @@ export async function recogniseJobPages(
   const owner = { id: input.jobId, accountId: job.account_id };
   for (let i = 0; i < todo.length; i += OCR_BATCH_PAGES) {
     const batch = todo.slice(i, i + OCR_BATCH_PAGES);
-    const reservationId = deterministicUuid(`ocr:${input.jobId}:${batch.join(',')}`);
-    try {
-      await reserve(em, { reservationId, accountId: job.account_id, metric: 'ingest', baseCost: 0, maxProviderCost: batch.length * rate, consumeQuota: false });
-    } catch (err) {
-      if (err instanceof AppError && err.status === 402) throw noCredits(todo.length - i);
-      // 409: an earlier attempt reserved this batch and died before storing it; its hold is used now.
-      if (!(err instanceof AppError && err.status === 409)) throw err;
+    const hold = (reservationId: string): ReserveInput =>
+      ({ reservationId, accountId: job.account_id, metric: 'ingest', baseCost: 0, maxProviderCost: batch.length * rate, consumeQuota: false });
+    const chain = (n: number) => deterministicUuid(`ocr:${input.jobId}:${batch.join(',')}${n ? `:${n}` : ''}`);
+    let n = 0;
+    for (; ; n++) {
+      const reservationId = chain(n);
+      try {
+        await reserve(em, hold(reservationId));
+        break;
+      } catch (err) {
+        if (err instanceof AppError && err.status === 402) throw noCredits(todo.length - i);
+        if (!(err instanceof AppError && err.status === 409)) throw err;
+        // 409: an earlier attempt reserved this id. Still held: it died before storing; the hold is used
+        // now. Settled (by the sweeper, or refused): the next id of the chain holds this attempt's work.
+        if ((await reservationOf(em, reservationId))?.status !== 'settled') break;
+      }
     }
     let pages;
     try {
       pages = verifiedPages(batch, await provider.recognise(job.account_id, bytes, batch));
     } catch (err) {
       // The document refused OCR (unreadable, over a limit): nothing was recognised, nothing is charged.
-      if (err instanceof ExtractionError) await settle(em, reservationId, 'recognition_failed');
+      if (err instanceof ExtractionError) await settle(em, chain(n), 'recognition_failed');
       throw err;
     }
     if (!pages) throw new Error(`the ${provider.name} provider answered pages ${batch.join(', ')} incompletely`);
     await em.transactional(async (tx) => {
-      await storePages(tx, owner, pages, reservationId);
-      await settle(tx, reservationId, 'completed', { providerCostUsed: batch.length * rate });
+      // Settled first: if the sweeper settled the hold meanwhile, the pages are charged to a successor
+      // reservation in this same transaction, or (no credits) not stored at all.
+      let charged = chain(n);
+      for (let k = n + 1; (await settle(tx, charged, 'completed', { providerCostUsed: batch.length * rate })).already; k++) {
+        charged = chain(k);
+        try {
+          await reserve(tx, hold(charged));
+        } catch (err) {
+          if (err instanceof AppError && err.status === 402) throw noCredits(todo.length - i);
+          if (!(err instanceof AppError && err.status === 409)) throw err;
+        }
+      }
+      await storePages(tx, owner, pages, charged);
     });
     progress(i + batch.length);
   }

@@ -49,6 +49,11 @@ export async function insertPreview(tx: EntityManager, p: { id: string; accountI
   await bound(tx, sql`insert into provider_preview (id, account_id, sha256, content_type, pages, status) values (${p.id}, ${p.accountId}, ${p.sha256}, ${p.contentType}, ${p.pages}, 'running')`);
 }
 
+/** A running preview is alive: the settlement sweeper leaves its reservation alone (metering/reservations.queries.ts). */
+export async function touchPreview(em: EntityManager, id: string): Promise<void> {
+  await bound(em, sql`update provider_preview set heartbeat_at = now() where id = ${id} and status = 'running'`);
+}
+
 /** A preview's new status; with `pages`, the pages it is counted for. */
 export async function markPreview(tx: EntityManager, id: string, status: PreviewStatus, pages?: number): Promise<void> {
   await bound(tx, sql`update provider_preview set status = ${status}, pages = coalesce(${pages ?? null}, pages) where id = ${id}`);

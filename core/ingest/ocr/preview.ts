@@ -23,7 +23,7 @@ import { ExtractionError, PREVIEW_TEXT_LIMIT, type SupportedContentType } from '
 import type { NeedsOcr, Plan } from '../prepare/prepare.ts';
 import { processingBudget } from './budgets.ts';
 import { OCR_BATCH_PAGES } from './live.ts';
-import { expirePreviews, insertPreview, markPreview, storePages } from './pages.queries.ts';
+import { expirePreviews, insertPreview, markPreview, storePages, touchPreview } from './pages.queries.ts';
 import { verifiedPages, type PageText, type TextProvider } from './provider.ts';
 
 export type ProviderPreviewDeps = { em: EntityManager; provider: TextProvider; ocr: Config['ocr']; logger: Logger };
@@ -105,6 +105,7 @@ export async function providerBackedPreview(
       const pages = verifiedPages(batch, await within(deps.provider.recognise(accountId, input.bytes, batch), deadline - Date.now()));
       if (!pages) throw new Error(`the ${deps.provider.name} provider answered pages ${batch.join(', ')} incompletely`);
       done.push(...pages);
+      await touchPreview(deps.em, reserved.reservationId);
     }
     const planned = await planWith(done);
     if ('needsOcr' in planned) throw new Error(`pages ${planned.needsOcr.join(', ')} still have no text after OCR`);
@@ -112,13 +113,20 @@ export async function providerBackedPreview(
   } catch (err) {
     throw await failed(deps, reserved, { quota, pagesDone: done.length }, err);
   }
+  let settled;
   try {
-    const settled = await deps.em.transactional(async (tx) => {
+    // Settled first, in the transaction that stores the pages: they are kept (and reusable) only when
+    // this settlement charged them; one settled before (the sweeper's "abandoned") stores nothing.
+    settled = await deps.em.transactional(async (tx) => {
+      const s = await settle(tx, reserved.reservationId, 'completed', { providerCostUsed: done.length * rate });
+      if (s.already) {
+        await markPreview(tx, reserved.reservationId, 'failed', done.length);
+        return s;
+      }
       await storePages(tx, { id: reserved.reservationId, accountId }, done, reserved.reservationId);
       await markPreview(tx, reserved.reservationId, 'ready');
-      return settle(tx, reserved.reservationId, 'completed', { providerCostUsed: done.length * rate });
+      return s;
     });
-    return { plan, headers: { ...creditHeaders(settled.balance, settled.charged), ...quota } };
   } catch (err) {
     // The OCR ran but its result and charge could not be recorded: the settlement sweeper refunds the
     // hold later (SETTLEMENT_GRACE_SECONDS); the caller must not assume either outcome.
@@ -127,6 +135,14 @@ export async function providerBackedPreview(
       'The preview could not be recorded safely. Keep the request id and contact support before resubmitting this file.',
       { ...creditHeaders(reserved.balance, reserved.held), ...quota });
   }
+  const headers = { ...creditHeaders(settled.balance, settled.charged), ...quota };
+  if (settled.already) {
+    deps.logger.warn({ reservationId: reserved.reservationId, settledAs: settled.already }, 'provider-backed preview finished after its reservation was settled; nothing stored');
+    throw new AppError(502, 'processing_interrupted',
+      `The preview's OCR outlasted its credit hold, which was already settled as ${settled.already}: nothing more is charged, no plan is returned and no text is kept. Submit the file again.`,
+      headers);
+  }
+  return { plan, headers };
 }
 
 /**

@@ -687,6 +687,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{ws}/sessions/{s}/messages/{message_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Redact one message: its content is removed, the claims citing it are withdrawn (history kept), the redaction is recorded */
+        delete: operations["deleteWorkspacesSessionsMessagesOne"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{ws}/sessions/{s}/context": {
         parameters: {
             query?: never;
@@ -1026,6 +1043,23 @@ export interface paths {
         /** List the session's messages in conversation order (those whose event succeeded) */
         post: operations["postAccountMemoryWorkspacesSessionsMessagesList"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/account/memory/workspaces/{ws}/sessions/{s}/messages/{message_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Redact one message: its content is removed, the claims citing it are withdrawn (history kept), the redaction is recorded */
+        delete: operations["deleteAccountMemoryWorkspacesSessionsMessagesOne"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1725,6 +1759,15 @@ export interface components {
              */
             eligibility: "pending";
         };
+        MessageRedactorInput: {
+            /**
+             * @description The kind of credential that redacted it.
+             * @enum {string}
+             */
+            credential: "apiKey" | "oauth" | "browser" | "cli";
+            /** @description The API key id or connected application id; for the console, the account email. */
+            id: string;
+        };
         PageMessageInput: {
             /** @constant */
             schemaVersion: "service-memory-page-v1";
@@ -1743,8 +1786,33 @@ export interface components {
                 event_id: string;
                 position: number;
                 created_at: string;
+                /** @description Held for review: a claim derived from it awaits review or was rejected. A held message is never context or evidence unless asked for (include_held). */
+                held: boolean;
+                /** @description Set when a person redacted the message: its content is gone (empty), its place in the conversation stays. */
+                redacted: {
+                    at: string;
+                    by: components["schemas"]["MessageRedactorInput"];
+                    reason: string;
+                } | null;
             }[];
             pagination: components["schemas"]["MemoryPaginationInput"];
+        };
+        MessageRedactRequestInput: {
+            /** @description Why the message is redacted; kept with the redaction. */
+            reason: string;
+        };
+        MessageRedactionReceiptInput: {
+            /** @constant */
+            schemaVersion: "service-memory-message-redaction-v1";
+            message_id: string;
+            session_id: string;
+            redacted_at: string;
+            redacted_by: components["schemas"]["MessageRedactorInput"];
+            reason: string;
+            /** @description Claims that cited the message and were withdrawn by this redaction (their history is kept). */
+            withdrawn_claims: string[];
+            /** @description true when the message was already redacted: the first redaction is returned, nothing changes. */
+            replayed: boolean;
         };
         EventStatusInput: {
             /** @constant */
@@ -2032,6 +2100,8 @@ export interface components {
             session_id?: string;
             /** @description Default: 5. */
             limit?: number;
+            /** @description Also return messages held for review (a claim derived from them awaits review or was rejected: suspected instructions aimed at a model), marked held. Default false. Default: false. */
+            include_held?: boolean;
         };
         MemoryContextInput: {
             /** @constant */
@@ -2059,6 +2129,14 @@ export interface components {
                 event_id: string;
                 position: number;
                 created_at: string;
+                /** @description Held for review: a claim derived from it awaits review or was rejected. A held message is never context or evidence unless asked for (include_held). */
+                held: boolean;
+                /** @description Set when a person redacted the message: its content is gone (empty), its place in the conversation stays. */
+                redacted: {
+                    at: string;
+                    by: components["schemas"]["MessageRedactorInput"];
+                    reason: string;
+                } | null;
             }[];
             evidence: {
                 /** @enum {string} */
@@ -2091,6 +2169,11 @@ export interface components {
                     quote: string;
                 })[];
                 score: number;
+                /**
+                 * @description Present on a message held for review, returned only with include_held.
+                 * @constant
+                 */
+                held?: true;
             }[];
             conflicts: {
                 claim_id: string;
@@ -2137,6 +2220,8 @@ export interface components {
             session_ids?: string[];
             /** @description Native-memory agent label to narrow to. */
             agent_id?: string;
+            /** @description Also return messages held for review (suspected instructions awaiting review, or rejected), marked held. Default false: they are never evidence or context. */
+            include_held?: boolean;
         };
         QueryEvidenceSupportInput: {
             citationHandle: string;
@@ -2166,6 +2251,11 @@ export interface components {
                 /** Format: date-time */
                 createdAt: string;
                 audience: string | null;
+                /**
+                 * @description Present on a message held for review (a claim derived from it awaits review or was rejected); returned only with include_held.
+                 * @constant
+                 */
+                held?: true;
             };
         };
         QueryEvidenceInput: {
@@ -2212,6 +2302,11 @@ export interface components {
                 /** Format: date-time */
                 createdAt: string;
                 audience: string | null;
+                /**
+                 * @description Present on a message held for review (a claim derived from it awaits review or was rejected); returned only with include_held.
+                 * @constant
+                 */
+                held?: true;
             } | {
                 /** @constant */
                 type: "claim";
@@ -2989,6 +3084,15 @@ export interface components {
              */
             eligibility: "pending";
         };
+        MessageRedactor: {
+            /**
+             * @description The kind of credential that redacted it.
+             * @enum {string}
+             */
+            credential: "apiKey" | "oauth" | "browser" | "cli";
+            /** @description The API key id or connected application id; for the console, the account email. */
+            id: string;
+        };
         PageMessage: {
             /** @constant */
             schemaVersion: "service-memory-page-v1";
@@ -3007,8 +3111,33 @@ export interface components {
                 event_id: string;
                 position: number;
                 created_at: string;
+                /** @description Held for review: a claim derived from it awaits review or was rejected. A held message is never context or evidence unless asked for (include_held). */
+                held: boolean;
+                /** @description Set when a person redacted the message: its content is gone (empty), its place in the conversation stays. */
+                redacted: {
+                    at: string;
+                    by: components["schemas"]["MessageRedactor"];
+                    reason: string;
+                } | null;
             }[];
             pagination: components["schemas"]["MemoryPagination"];
+        };
+        MessageRedactRequest: {
+            /** @description Why the message is redacted; kept with the redaction. */
+            reason: string;
+        };
+        MessageRedactionReceipt: {
+            /** @constant */
+            schemaVersion: "service-memory-message-redaction-v1";
+            message_id: string;
+            session_id: string;
+            redacted_at: string;
+            redacted_by: components["schemas"]["MessageRedactor"];
+            reason: string;
+            /** @description Claims that cited the message and were withdrawn by this redaction (their history is kept). */
+            withdrawn_claims: string[];
+            /** @description true when the message was already redacted: the first redaction is returned, nothing changes. */
+            replayed: boolean;
         };
         EventStatus: {
             /** @constant */
@@ -3297,6 +3426,11 @@ export interface components {
             session_id?: string;
             /** @default 5 */
             limit: number;
+            /**
+             * @description Also return messages held for review (a claim derived from them awaits review or was rejected: suspected instructions aimed at a model), marked held. Default false.
+             * @default false
+             */
+            include_held: boolean;
         };
         MemoryContext: {
             /** @constant */
@@ -3324,6 +3458,14 @@ export interface components {
                 event_id: string;
                 position: number;
                 created_at: string;
+                /** @description Held for review: a claim derived from it awaits review or was rejected. A held message is never context or evidence unless asked for (include_held). */
+                held: boolean;
+                /** @description Set when a person redacted the message: its content is gone (empty), its place in the conversation stays. */
+                redacted: {
+                    at: string;
+                    by: components["schemas"]["MessageRedactor"];
+                    reason: string;
+                } | null;
             }[];
             evidence: {
                 /** @enum {string} */
@@ -3356,6 +3498,11 @@ export interface components {
                     quote: string;
                 })[];
                 score: number;
+                /**
+                 * @description Present on a message held for review, returned only with include_held.
+                 * @constant
+                 */
+                held?: true;
             }[];
             conflicts: {
                 claim_id: string;
@@ -3402,6 +3549,8 @@ export interface components {
             session_ids?: string[];
             /** @description Native-memory agent label to narrow to. */
             agent_id?: string;
+            /** @description Also return messages held for review (suspected instructions awaiting review, or rejected), marked held. Default false: they are never evidence or context. */
+            include_held?: boolean;
         };
         QueryEvidenceSupport: {
             citationHandle: string;
@@ -3431,6 +3580,11 @@ export interface components {
                 /** Format: date-time */
                 createdAt: string;
                 audience: string | null;
+                /**
+                 * @description Present on a message held for review (a claim derived from it awaits review or was rejected); returned only with include_held.
+                 * @constant
+                 */
+                held?: true;
             };
         };
         QueryEvidence: {
@@ -3477,6 +3631,11 @@ export interface components {
                 /** Format: date-time */
                 createdAt: string;
                 audience: string | null;
+                /**
+                 * @description Present on a message held for review (a claim derived from it awaits review or was rejected); returned only with include_held.
+                 * @constant
+                 */
+                held?: true;
             } | {
                 /** @constant */
                 type: "claim";
@@ -7149,11 +7308,107 @@ export interface operations {
             };
         };
     };
+    deleteWorkspacesSessionsMessagesOne: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace label; only `default` exists. */
+                ws: string;
+                /** @description Session label */
+                s: string;
+                /** @description Message id (from the write receipt or the message list) */
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageRedactRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageRedactionReceipt"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     getWorkspacesSessionsContext: {
         parameters: {
             query: {
                 peer: string;
                 q?: string;
+                /** @description Also return messages held for review (a claim derived from them awaits review or was rejected: suspected instructions aimed at a model), marked held. Default false. */
+                include_held?: "true" | "false";
             };
             header?: never;
             path: {
@@ -7337,6 +7592,8 @@ export interface operations {
             query?: {
                 session?: string;
                 q?: string;
+                /** @description Also return messages held for review (a claim derived from them awaits review or was rejected: suspected instructions aimed at a model), marked held. Default false. */
+                include_held?: "true" | "false";
             };
             header?: never;
             path: {
@@ -9291,11 +9548,107 @@ export interface operations {
             };
         };
     };
+    deleteAccountMemoryWorkspacesSessionsMessagesOne: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace label; only `default` exists. */
+                ws: string;
+                /** @description Session label */
+                s: string;
+                /** @description Message id (from the write receipt or the message list) */
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageRedactRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageRedactionReceipt"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     getAccountMemoryWorkspacesSessionsContext: {
         parameters: {
             query: {
                 peer: string;
                 q?: string;
+                /** @description Also return messages held for review (a claim derived from them awaits review or was rejected: suspected instructions aimed at a model), marked held. Default false. */
+                include_held?: "true" | "false";
             };
             header?: never;
             path: {
@@ -9479,6 +9832,8 @@ export interface operations {
             query?: {
                 session?: string;
                 q?: string;
+                /** @description Also return messages held for review (a claim derived from them awaits review or was rejected: suspected instructions aimed at a model), marked held. Default false. */
+                include_held?: "true" | "false";
             };
             header?: never;
             path: {

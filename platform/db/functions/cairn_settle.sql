@@ -17,6 +17,8 @@ begin
 
   select * into r from credit_reservation cr where cr.id = p_reservation for update;
   if r.status = 'settled' then
+    -- Settled before (by its work, or by the sweeper as abandoned): the first settlement stands.
+    r_status := 'settled';
     r_charged := r.charged;
     r_refunded := r.refunded;
     return;

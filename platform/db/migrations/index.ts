@@ -30,6 +30,7 @@ import { Migration0029Ocr } from './0029-ocr.ts';
 import { Migration0030Routines } from './0030-routines.ts';
 import { Migration0031ClaimsPerEvent } from './0031-claims-per-event.ts';
 import { Migration0032LabelNfc } from './0032-label-nfc.ts';
+import { Migration0037HeldTextOcrSettlement } from './0037-held-text-ocr-settlement.ts';
 import { Migration0038JobStarted } from './0038-job-started.ts';
 
 /**
@@ -71,5 +72,6 @@ export const migrationsList = [
   { name: '0030-routines', class: Migration0030Routines },
   { name: '0031-claims-per-event', class: Migration0031ClaimsPerEvent },
   { name: '0032-label-nfc', class: Migration0032LabelNfc },
+  { name: '0037-held-text-ocr-settlement', class: Migration0037HeldTextOcrSettlement },
   { name: '0038-job-started', class: Migration0038JobStarted },
 ];

@@ -100,4 +100,28 @@ describe('audiences in native memory', () => {
     expect(r.status).toBe(400);
     expect(r.body.error.message).toContain('is not an ingest job of this account');
   });
+
+  it("a key redacts only messages inside its audiences: another team's message in a shared session is not found", async () => {
+    const px = tag('rx-peer');
+    const py = tag('ry-peer');
+    const session = tag('r-shared');
+    expect((await c.mem(keys.x, 'POST', '/peers', { id: px })).status).toBe(200);
+    expect((await c.mem(keys.y, 'POST', '/peers', { id: py })).status).toBe(200);
+    expect((await c.mem(keys.xy, 'POST', '/sessions', { id: session })).status).toBe(200);
+    const write = async (peer: string, content: string) => {
+      const r = await c.mem(keys.xy, 'POST', `/sessions/${session}/messages`, { peer_id: peer, messages: [{ role: 'user', content }] });
+      expect(r.status, r.text).toBe(200);
+      expect((await c.waitEvent(keys.xy, r.body.event_id)).status).toBe('succeeded');
+      return r.body.results[0].message_id as string;
+    };
+    const mx = await write(px, 'I keep bees in Ghent.');
+    const my = await write(py, 'I keep goats in Leuven.');
+    const redact = (key: string, id: string) => c.mem(key, 'DELETE', `/sessions/${session}/messages/${id}`, { reason: 'audience test' });
+    expect((await redact(keys.x, my)).status).toBe(404);
+    const listed = (await c.mem(keys.xy, 'POST', `/sessions/${session}/messages/list`, {})).body.items as Json[];
+    expect(listed.find((m) => m.id === my)).toMatchObject({ content: 'I keep goats in Leuven.', redacted: null });
+    const own = await redact(keys.x, mx);
+    expect(own.status, own.text).toBe(200);
+    expect(own.body.redacted_by.credential).toBe('apiKey');
+  });
 });
