@@ -16,7 +16,7 @@ import {
 
 /**
  * An MCP server whose tools are the hosted endpoint's tools: tools, resources (when offered), prompts, completion and
- * logging/setLevel are forwarded to {mcpUrl} over Streamable HTTP with the API key. The tools, their schemas and descriptions and
+ * logging/setLevel are forwarded to {mcpUrl} over Streamable HTTP with the API key. The 14 tools, their schemas and descriptions and
  * every rule (scopes, validation, rate limits) therefore exist once, in the service; this side only
  * changes the transport (stdio for local MCP hosts).
  */

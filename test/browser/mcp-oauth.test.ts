@@ -132,7 +132,7 @@ describe('the MCP SDK client, OAuth end to end, consent in Chromium', () => {
     const client = new Client({ name: 'chromium-oauth-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { authProvider: oauth, fetch: recording }));
     const { tools } = await client.listTools();
-    // A read-only connection is offered the read tools only (7 of 15), query_context among them.
+    // A read-only connection is offered the read tools only (7 of 14), query_context among them.
     expect(tools.map((t) => t.name).sort()).toEqual([
       'get_claim', 'get_claim_history', 'get_event_status', 'get_peer_representation', 'get_queue_status', 'list_claims', 'query_context',
     ]);
@@ -199,7 +199,7 @@ describe('the MCP SDK client, OAuth end to end, consent in Chromium', () => {
     await client.connect(new StreamableHTTPClientTransport(resource, { requestInit: { headers: { authorization: `Bearer ${tokens.access_token}` } } }));
     const peer = await client.callTool({ name: 'create_peer', arguments: { peer_id: 'granted-write' } });
     expect(peer.structuredContent).toMatchObject({ schemaVersion: 'service-memory-peer-v1', id: 'granted-write' });
-    expect((await client.listTools()).tools).toHaveLength(15);
+    expect((await client.listTools()).tools).toHaveLength(14);
     await expectRecall(client, 'granted-write');
     await client.close();
   });
@@ -241,7 +241,7 @@ describe('mcp-remote (how desktop agents connect), OAuth end to end, consent in 
     await consentInBrowser(tab.page, url, { read: true, write: true }, redirect);
     await connected;
     const names = (await client.listTools()).tools.map((t) => t.name);
-    expect(names).toHaveLength(15);
+    expect(names).toHaveLength(14);
     expect(names).toContain('query_context');
     await expectRecall(client, 'desktop-agent');
     await client.close();

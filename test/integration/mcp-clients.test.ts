@@ -63,7 +63,7 @@ describe('MCP Inspector CLI (@modelcontextprotocol/inspector)', () => {
     run('mcp-inspector', ['--cli', stack.mcpUrl, '--transport', 'http', '--header', `Authorization: Bearer ${key.secret}`, '--format', 'json', ...args]);
   const call = (tool: string, args: Json) => inspector('--method', 'tools/call', '--tool-name', tool, '--tool-args-json', JSON.stringify(args));
 
-  it('tools/list --strict: the 15 tools, each with an outputSchema, and 0 schema portability errors or warnings', async () => {
+  it('tools/list --strict: the 14 tools, each with an outputSchema, and 0 schema portability errors or warnings', async () => {
     const res = await inspector('--method', 'tools/list', '--strict');
     expect(res.code, res.stderr).toBe(0);
     const out = JSON.parse(res.stdout);
@@ -73,8 +73,7 @@ describe('MCP Inspector CLI (@modelcontextprotocol/inspector)', () => {
     const tools = out.result.tools as Json[];
     expect(tools.map((t) => t.name).sort()).toEqual([
       'add_messages_to_session', 'create_peer', 'create_session', 'delete_claim', 'delete_peer', 'delete_session', 'get_claim',
-      'get_claim_history', 'get_event_status', 'get_peer_representation', 'get_queue_status', 'list_claims', 'query_context', 'redact_message',
-      'update_claim',
+      'get_claim_history', 'get_event_status', 'get_peer_representation', 'get_queue_status', 'list_claims', 'query_context', 'update_claim',
     ]);
     for (const t of tools) expect(t.outputSchema, t.name).toMatchObject({ type: 'object', anyOf: [{ type: 'object' }, { type: 'object' }] });
   });

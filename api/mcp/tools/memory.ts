@@ -1,18 +1,16 @@
 import { z } from 'zod';
 import {
   Claim, ClaimDeleteReceipt, ClaimDeleteRequest, ClaimHistoryResponse, ClaimsListRequest, ClaimUpdateRequest, ClaimUpdateResult,
-  EventStatus, Label, MessageRedactionReceipt, MessageRedactRequest, MessagesCreateReceipt, MessagesCreateRequest, PageClaim, Peer, QueueStatus,
-  RepresentationResponse, Session,
+  EventStatus, Label, MessagesCreateReceipt, MessagesCreateRequest, PageClaim, Peer, QueueStatus, RepresentationResponse, Session,
 } from '../../../core/contracts/memory.ts';
 import { claimHistory, getClaim, listClaims, updateClaim, withdrawClaim } from '../../../core/memory/claims.ts';
 import { peerRepresentation } from '../../../core/memory/context.ts';
 import { eventStatus, getEvent, queueStatus, requestDeletion } from '../../../core/memory/events.ts';
 import { labelRecord, upsertLabel } from '../../../core/memory/labels.ts';
 import { addMessages } from '../../../core/memory/messages.ts';
-import { redactMessage } from '../../../core/memory/redaction.ts';
 import { defineTool, type McpTool } from './registry.ts';
 
-// The 13 native-memory tools of spec 4.6 and redact_message: thin adapters over the same domain functions as the REST
+// The 13 native-memory tools of spec 4.6: thin adapters over the same domain functions as the REST
 // routes of 4.5 (core/memory). The workspace is always `default`. Scopes are checked by the registry.
 
 const READ = ['memory.read'] as const;
@@ -174,24 +172,7 @@ const deletionTool = (kind: 'peer' | 'session') =>
     },
   });
 
-const redactTool = defineTool({
-  name: 'redact_message',
-  title: 'Redact a message',
-  description:
-    'Removes the content of one message of a session for good (for example a leaked secret, or text a reviewer rejected): it is no longer ' +
-    'returned anywhere, the claims derived from it are withdrawn (their history is kept, without its text), and the redaction is recorded ' +
-    'with who, when and the reason. Redacting it again changes nothing (replayed).',
-  input: MessageRedactRequest.extend({
-    session_id: sessionId,
-    message_id: z.uuid().describe('The message id (from add_messages_to_session\'s receipt, or from the session\'s messages).'),
-  }),
-  output: MessageRedactionReceipt,
-  scopes: WRITE,
-  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
-  run: async (ctx, { session_id, message_id, ...body }) => ({ data: await redactMessage(ctx.em, ctx.principal, { s: session_id, message_id }, body) }),
-});
-
 export const MEMORY_TOOLS = [
   creationTool('peer'), getRepresentation, creationTool('session'), addMessagesTool, listClaimsTool, getClaimTool, historyTool, updateClaimTool,
-  deleteClaimTool, eventStatusTool, queueStatusTool, deletionTool('peer'), deletionTool('session'), redactTool,
+  deleteClaimTool, eventStatusTool, queueStatusTool, deletionTool('peer'), deletionTool('session'),
 ] as unknown as readonly McpTool[];

@@ -248,9 +248,9 @@ describe('redacting one message', () => {
     await c.write(full, peer, session, 'My favourite tea is genmaicha.');
     const hostile = await c.write(full, peer, session, HOSTILE);
     const messageId = (await c.mem(full, 'POST', `/sessions/${enc(session)}/messages/list`)).body.items[1].id as string;
-    const tool = await mcp(full, 'redact_message', { session_id: session, message_id: messageId, reason: 'prompt injection' });
-    expect(tool.isError, tool.text).toBe(false);
-    expect(tool.data).toMatchObject({ withdrawn_claims: [hostile.outcome.claim_id], redacted_by: { credential: 'apiKey' }, replayed: false });
+    const r = await c.mem(full, 'DELETE', `/sessions/${enc(session)}/messages/${messageId}`, { reason: 'prompt injection' });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ withdrawn_claims: [hostile.outcome.claim_id], redacted_by: { credential: 'apiKey' }, replayed: false });
     const queue = await c.mem(full, 'POST', '/claims/list', { state: 'pending_review', peer_id: peer });
     expect(queue.body.items).toEqual([]);
     const shown = await everyRead(peer, session, true);
@@ -273,8 +273,6 @@ describe('redacting one message', () => {
     expectError(await c.mem(B.keys.full!, 'DELETE', path, body), 404, 'not_found');
     await c.mem(B.keys.full!, 'POST', '/sessions', { id: session });
     expectError(await c.mem(B.keys.full!, 'DELETE', path, body), 404, 'not_found');
-    const otherTool = await mcp(B.keys.full!, 'redact_message', { session_id: session, message_id: messageId, reason: 'x' });
-    expect(otherTool.isError).toBe(true);
     // Another session of A's, a read-only key, a bad id, no reason.
     const elsewhere = tag('elsewhere');
     await c.mem(full, 'POST', '/sessions', { id: elsewhere });

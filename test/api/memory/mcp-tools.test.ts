@@ -58,20 +58,20 @@ afterAll(async () => {
 });
 
 describe('native memory MCP tools', () => {
-  it('lists the 14 memory tools with described input schemas', async () => {
+  it('lists the 13 memory tools with described input schemas', async () => {
     const client = await connect(keys.full!);
     const { tools } = await client.listTools();
     const names = MEMORY_TOOLS.map((t) => t.name);
     expect(names.sort()).toEqual([
       'add_messages_to_session', 'create_peer', 'create_session', 'delete_claim', 'delete_peer', 'delete_session', 'get_claim',
-      'get_claim_history', 'get_event_status', 'get_peer_representation', 'get_queue_status', 'list_claims', 'redact_message', 'update_claim',
+      'get_claim_history', 'get_event_status', 'get_peer_representation', 'get_queue_status', 'list_claims', 'update_claim',
     ]);
     for (const n of names) {
       const t = tools.find((x) => x.name === n);
       expect(t, n).toBeDefined();
       expect(t!.description!.length).toBeGreaterThan(40);
       for (const [prop, schema] of Object.entries((t!.inputSchema.properties ?? {}) as Record<string, Json>)) {
-        if (['peer_id', 'session_id', 'claim_id', 'event_id', 'message_id'].includes(prop)) expect(schema.description, `${n}.${prop}`).toBeTruthy();
+        if (['peer_id', 'session_id', 'claim_id', 'event_id'].includes(prop)) expect(schema.description, `${n}.${prop}`).toBeTruthy();
       }
     }
     const write = tools.find((t) => t.name === 'add_messages_to_session')!;
