@@ -9,7 +9,8 @@ import {
   failJob,
   UnsupportedSourceError,
 } from '../core/ingest/build/build.ts';
-import { recordAttempt } from '../core/ingest/build/build.queries.ts';
+import { jobShape, recordAttempt } from '../core/ingest/build/build.queries.ts';
+import { createIngestShares } from '../core/ingest/build/shares.ts';
 import { recogniseJobPages } from '../core/ingest/ocr/live.ts';
 import { localOcrProvider } from '../core/ingest/ocr/provider.ts';
 import { FetchRefusedError } from '../platform/net/safe-fetch.ts';
@@ -38,6 +39,12 @@ function asFailure(err: unknown): unknown {
 export function createIngestActivities(deps: ActivityDeps) {
   const policy = { allowlist: deps.ingest.urlAllowlist };
   const ocr = localOcrProvider(deps.extraction, deps.ingest.ocrCreditsPerPage);
+  const shares = createIngestShares(deps.ingest.shares);
+  /** The step's turn in this worker's share (shares.ts); a retry (attempt > 1) always runs. */
+  const turn = async (jobId: string, large: boolean) => {
+    const shape = await jobShape(deps.orm.em.fork(), jobId);
+    return shares.enter(shape.accountId, large ? Infinity : shape.sizeBytes, Context.current().info.attempt > 1);
+  };
   return {
     async acquireIngestSource(input: { jobId: string }) {
       const em = deps.orm.em.fork();
@@ -50,6 +57,8 @@ export function createIngestActivities(deps: ActivityDeps) {
     },
     async buildIngestRecords(input: { jobId: string; crossSiteRedirect: boolean }) {
       const attempt = Context.current().info.attempt;
+      const leave = await turn(input.jobId, false);
+      if (!leave) return { status: 'yielded' as const };
       try {
         return await withHeartbeats(() =>
           buildSourceRecords(deps.orm.em.fork(), deps.extraction, {
@@ -58,15 +67,21 @@ export function createIngestActivities(deps: ActivityDeps) {
         );
       } catch (err) {
         throw asFailure(err);
+      } finally {
+        leave();
       }
     },
     /** OCR of the job's scanned pages, in batches billed once across retries (core/ingest/ocr/live.ts). */
     async recogniseIngestPages(input: { jobId: string; pages: number[] }) {
       const ctx = Context.current();
+      const leave = await turn(input.jobId, true);
+      if (!leave) return { status: 'yielded' as const };
       try {
         return await withHeartbeats(() => recogniseJobPages(deps.orm.em.fork(), ocr, input, (done) => ctx.heartbeat(done)));
       } catch (err) {
         throw asFailure(err);
+      } finally {
+        leave();
       }
     },
     async failIngestJob(input: { jobId: string; message: string; retryable: boolean }) {

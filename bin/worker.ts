@@ -21,7 +21,10 @@ function activitiesOf(config: Config, deps: { orm: Orm; logger: Logger; extracti
     orm: deps.orm,
     logger: deps.logger.child({ component: 'activities' }),
     workerIdentity: deps.identity,
-    ingest: { urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs, ocrCreditsPerPage: config.ocr.creditsPerPage },
+    ingest: {
+      urlAllowlist: config.ingestUrlAllowlist, fetchTimeoutMs: config.ingestFetchTimeoutMs, ocrCreditsPerPage: config.ocr.creditsPerPage,
+      shares: { slots: config.worker.slots.ingest, largeBytes: config.ingestLargeBytes },
+    },
     extraction: deps.extraction,
     memoryDeriver: config.memory.deriver,
     embedder: config.embeddings ? createEmbedder(config.embeddings) : null,

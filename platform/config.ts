@@ -192,6 +192,8 @@ export const settingGroups = {
       .describe('CPU time one extraction may use; past it the process is killed and the job fails naming the limit.'),
     EXTRACTION_MEMORY_MB: z.coerce.number().int().min(128).max(65_536).default(1024)
       .describe('Resident memory one extraction process may reach; past it the process is killed and the job fails.'),
+    INGEST_LARGE_BYTES: z.coerce.number().int().min(0).max(1_000_000_000).default(1_048_576)
+      .describe("A source of at least this many bytes is large: one account's large builds and OCR hold at most all but one of a worker's ingest slots."),
     INGEST_MAX_PDF_PAGES: z.coerce.number().int().min(1).max(1_000_000).default(2000).describe('Pages a PDF may have.'),
     INGEST_MAX_EXPANSION: z.coerce.number().int().min(1).max(10_000).default(20)
       .describe('How many times its size a source may expand (inflated PDF streams: at least 64 MB; text and records: at least 4 MiB).'),
@@ -333,6 +335,8 @@ export type Config = {
   allowedOrigins: string[];
   ingestUrlAllowlist: string[];
   ingestFetchTimeoutMs: number;
+  /** INGEST_LARGE_BYTES: the size from which a build counts against its account's share of the ingest slots. */
+  ingestLargeBytes: number;
   ingestHeartbeatTimeoutMs: number;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   migrateOnStart: boolean;
@@ -439,6 +443,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     allowedOrigins: e.ALLOWED_ORIGINS ?? [new URL(publicBaseUrl).origin],
     ingestUrlAllowlist: e.INGEST_URL_ALLOWLIST ?? [],
     ingestFetchTimeoutMs: e.INGEST_FETCH_TIMEOUT_SECONDS * 1000,
+    ingestLargeBytes: e.INGEST_LARGE_BYTES,
     ingestHeartbeatTimeoutMs: e.INGEST_HEARTBEAT_TIMEOUT_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
     migrateOnStart: e.MIGRATE_ON_START,

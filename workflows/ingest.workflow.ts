@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { CAIRN_CONTENT_TYPE, CAIRN_STATUS } from './search-attributes.ts';
 
@@ -40,16 +40,33 @@ function publicFailure(err: unknown): { message: string; retryable: boolean } {
   return { message: 'Processing failed unexpectedly; the source can be submitted again.', retryable: true };
 }
 
+/**
+ * Runs a large step until it gets its turn: a step over its account's share of the worker's ingest
+ * slots yields at once (core/ingest/build/shares.ts), and is asked again after a wait growing from one
+ * to 15 seconds. A yield is not an attempt: the job still records one attempt per real try.
+ */
+async function inTurn<T extends { status: string }>(step: () => Promise<T | { status: 'yielded' }>): Promise<T> {
+  for (let waitS = 1; ; waitS = Math.min(waitS * 2, 15)) {
+    const result = await step();
+    if (result.status !== 'yielded') return result as T;
+    await sleep(`${waitS} seconds`);
+  }
+}
+
 export async function ingestWorkflow(input: IngestInput): Promise<{ status: string }> {
   const { fetching, building, recognising } = stepActivities(input.heartbeatTimeoutMs ?? 120_000);
   try {
     const fetched = input.kind === 'file' ? { crossSiteRedirect: false } : await fetching.acquireIngestSource({ jobId: input.jobId });
     const build = { jobId: input.jobId, crossSiteRedirect: fetched.crossSiteRedirect };
-    let result = await building.buildIngestRecords(build);
+    let result = await inTurn(() => building.buildIngestRecords(build));
     // Scanned pages without recognised text: OCR them (its own activity, in batches), then build again.
     if (result.status === 'needs_ocr') {
-      await recognising.recogniseIngestPages({ jobId: input.jobId, pages: result.pages });
-      result = await building.buildIngestRecords(build);
+      const pages = result.pages;
+      await inTurn(async () => {
+        const done = await recognising.recogniseIngestPages({ jobId: input.jobId, pages });
+        return 'status' in done ? done : { status: 'recognised' };
+      });
+      result = await inTurn(() => building.buildIngestRecords(build));
       if (result.status === 'needs_ocr') throw ApplicationFailure.nonRetryable('OCR left pages without text', 'OcrIncomplete');
     }
     // The build step ends the job in its own transaction (core/ingest/build/build.ts buildSourceRecords).

@@ -91,7 +91,10 @@ export async function startWorker(opts: {
     orm: opts.orm,
     logger: logger.child({ component: 'activities' }),
     workerIdentity: identity,
-    ingest: { urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000, ocrCreditsPerPage: config.ocr.creditsPerPage },
+    ingest: {
+      urlAllowlist: opts.urlAllowlist ?? [], fetchTimeoutMs: 10_000, ocrCreditsPerPage: config.ocr.creditsPerPage,
+      shares: { slots: opts.slots?.ingest ?? config.worker.slots.ingest, largeBytes: config.ingestLargeBytes },
+    },
     extraction,
     memoryDeriver: opts.memoryDeriver,
     embedder: opts.embeddings ? createEmbedder(opts.embeddings) : null,

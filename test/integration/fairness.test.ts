@@ -1,11 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount } from '../../core/auth/accounts.ts';
-import { createApiKey } from '../../core/auth/api-keys.ts';
-import { loadConfig } from '../../platform/config.ts';
 import { bound, sql } from '../../platform/db/sql.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { nestedDivs } from '../helpers/hostile-files.ts';
+import { ingestAccount, submitFile } from '../helpers/ingest-load.ts';
 import { ingestWorkflowId } from '../../temporal/starts.ts';
 import { startApi, startWorker, testTemporalClient, uniqueTaskQueue } from '../helpers/services.ts';
 
@@ -32,35 +29,19 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function keyOf() {
-  const defaults = { ...loadConfig({}).accountDefaults, ingestDailyLimit: 1000 };
-  const account = await createAccount(db.orm.em.fork(), defaults, { email: `f-${randomUUID()}@cairn.local`, password: 'a long enough password' });
-  const { secret } = await createApiKey(db.orm.em.fork(), account.id, { name: 'k', scopes: ['ingest'], maxPreset: 'accuracy' });
-  return { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
-}
-
 /** Whether the job's workflow has scheduled its build activity: the job is then in the queue's backlog. */
 async function buildScheduled(jobId: string): Promise<boolean> {
   const history = await temporal.client.workflow.getHandle(ingestWorkflowId(jobId)).fetchHistory();
   return (history.events ?? []).some((e) => e.activityTaskScheduledEventAttributes);
 }
 
-async function submit(auth: Record<string, string>, filename: string, contentType: string, bytes: Buffer): Promise<string> {
-  const res = await fetch(`${api.baseUrl}/v1/ingest/file`, {
-    method: 'POST', headers: auth,
-    body: JSON.stringify({ filename, contentType, contentBase64: bytes.toString('base64'), dryRun: false, datedAt: '2026-11-24', idempotencyKey: `f-${randomUUID()}` }),
-  });
-  expect(res.status).toBe(202);
-  return ((await res.json()) as { job: { id: string } }).job.id;
-}
-
 describe('ingest across accounts', () => {
   it('dispatches a backlog round-robin across accounts: B\'s one job does not wait behind A\'s eight', async () => {
-    const a = await keyOf();
-    const b = await keyOf();
+    const a = await ingestAccount(db.orm);
+    const b = await ingestAccount(db.orm);
     const slow = nestedDivs(40_000);
     const aJobs: string[] = [];
-    for (let i = 0; i < 8; i++) aJobs.push(await submit(a, `a-${i}.html`, 'text/html', slow));
+    for (let i = 0; i < 8; i++) aJobs.push(await submitFile(api.baseUrl, a, { filename: `a-${i}.html`, contentType: 'text/html', bytes: slow }));
     const started = async () => Number((await bound<{ n: string }>(db.orm.em.fork(), sql`select count(*) as n from ingest_job where id = any(${aJobs}) and attempts > 0`))[0]!.n);
     // A's first job runs and the rest wait in the ingest queue's backlog, their build activities scheduled.
     await expect.poll(started, { timeout: 60_000 }).toBeGreaterThan(0);
@@ -74,7 +55,7 @@ describe('ingest across accounts', () => {
     expect(waiting.map((j) => j.queuePosition)).toEqual(waiting.map((_, i) => i + 1));
     expect(jobs.filter((j) => j.startedAt).every((j) => j.queuePosition === null)).toBe(true);
     expect(jobs.some((j) => j.startedAt)).toBe(true);
-    const bJob = await submit(b, 'b.md', 'text/markdown', Buffer.from('# B\n\nThe Kestrel launch moved to March 2027.'));
+    const bJob = await submitFile(api.baseUrl, b, { filename: 'b.md', contentType: 'text/markdown', bytes: Buffer.from('# B\n\nThe Kestrel launch moved to March 2027.') });
     // B joins the backlog when its workflow task has scheduled its build; on a loaded machine A's jobs
     // may have moved on by then, so the count is taken at that moment rather than at submission.
     await expect.poll(() => buildScheduled(bJob), { timeout: 60_000 }).toBe(true);

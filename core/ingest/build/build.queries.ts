@@ -33,6 +33,14 @@ export async function loadJob(em: EntityManager, jobId: string, attempt?: number
   return job;
 }
 
+/** What a job's turn depends on (shares.ts): its account and the size of its stored bytes (0: none yet). */
+export async function jobShape(em: EntityManager, jobId: string): Promise<{ accountId: string; sizeBytes: number }> {
+  const [row] = await bound<{ account_id: string; size: string | null }>(em,
+    sql`select j.account_id, b.size_bytes as size from ingest_job j left join ingest_blob b on b.job_id = j.id where j.id = ${jobId}`);
+  if (!row) throw new Error(`ingest job ${jobId} does not exist`);
+  return { accountId: row.account_id, sizeBytes: Number(row.size ?? 0) };
+}
+
 export async function recordAttempt(em: EntityManager, jobId: string, attempt: number): Promise<void> {
   await bound(em, sql`update ingest_job set attempts = greatest(attempts, ${attempt}), started_at = coalesce(started_at, now()), updated_at = now()
     where id = ${jobId}`);
