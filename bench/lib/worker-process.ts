@@ -19,6 +19,8 @@ export function spawnBenchWorker(
       LOG_LEVEL: 'warn',
       WORKER_METRICS_PORT: '0',
       ...(process.env.BACKGROUND_NICE ? { BACKGROUND_NICE: process.env.BACKGROUND_NICE } : {}),
+      // For an A/B of the per-account share of ingest slots (a size nothing reaches turns it off).
+      ...(process.env.INGEST_LARGE_BYTES ? { INGEST_LARGE_BYTES: process.env.INGEST_LARGE_BYTES } : {}),
       ...env.extra,
     },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
